@@ -1,0 +1,14 @@
+// Package compiler turns admitc policy files (JSON or YAML) into an
+// *ir.PolicySet plus diagnostics.
+//
+// Phases: parse (yaml.v3 nodes, so every value keeps its line and column and
+// its field path), lower (each built-in type becomes CEL validations or CEL
+// JSONPatch mutations with has() guards and all three container lists), and
+// check (every expression is type-checked by the API server's CEL compiler,
+// through internal/celenv). Errors are collected, sorted by position and
+// rendered as file:line:col: path: message, with the source line and a caret
+// for CEL errors.
+//
+// The compiler imports ir and internal packages only; never the runtime or a
+// backend.
+package compiler

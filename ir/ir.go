@@ -1,0 +1,198 @@
+package ir
+
+// Version is the schema version written into ir.json.
+const Version = "admitc.dev/ir/v1"
+
+// PolicySet is a compiled set of policies, in the order they were declared.
+type PolicySet struct {
+	// Version identifies the IR schema; see Version.
+	Version string `json:"version"`
+	// Policies are the compiled policies, in declaration order.
+	Policies []Policy `json:"policies"`
+}
+
+// Origin says where an IR node came from: a file position and the field path
+// inside the policy file (for example policies[2].validations[0].expression).
+type Origin struct {
+	File   string `json:"file"`
+	Line   int    `json:"line"`
+	Column int    `json:"column"`
+	Path   string `json:"path"`
+}
+
+// PolicyKind says whether a policy judges objects or changes them.
+type PolicyKind string
+
+const (
+	// Validating policies produce violations and never change the object.
+	Validating PolicyKind = "Validating"
+	// Mutating policies produce JSON Patch mutations and never deny.
+	Mutating PolicyKind = "Mutating"
+)
+
+// Action is a ValidatingAdmissionPolicyBinding validationAction.
+type Action string
+
+const (
+	// Deny rejects the request.
+	Deny Action = "Deny"
+	// Warn admits the request and returns a warning to the client.
+	Warn Action = "Warn"
+	// Audit admits the request and records an audit annotation.
+	Audit Action = "Audit"
+)
+
+// FailurePolicy says what an evaluation error means.
+type FailurePolicy string
+
+const (
+	// Fail turns an evaluation error into a violation.
+	Fail FailurePolicy = "Fail"
+	// Ignore drops evaluation errors.
+	Ignore FailurePolicy = "Ignore"
+)
+
+// Operation is an admission operation.
+type Operation string
+
+const (
+	// Create is the CREATE operation.
+	Create Operation = "CREATE"
+	// Update is the UPDATE operation.
+	Update Operation = "UPDATE"
+	// Delete is the DELETE operation.
+	Delete Operation = "DELETE"
+	// Connect is the CONNECT operation.
+	Connect Operation = "CONNECT"
+)
+
+// ParameterNotFoundAction says what happens when a policy's params are missing.
+type ParameterNotFoundAction string
+
+const (
+	// ParamDeny denies the request when no parameter object is found.
+	ParamDeny ParameterNotFoundAction = "Deny"
+	// ParamAllow skips the policy when no parameter object is found.
+	ParamAllow ParameterNotFoundAction = "Allow"
+)
+
+// ReinvocationPolicy is a MutatingAdmissionPolicy reinvocationPolicy.
+type ReinvocationPolicy string
+
+const (
+	// ReinvokeNever runs a mutation once.
+	ReinvokeNever ReinvocationPolicy = "Never"
+	// ReinvokeIfNeeded runs a mutation again when a later mutation changed the object.
+	ReinvokeIfNeeded ReinvocationPolicy = "IfNeeded"
+)
+
+// Policy is one compiled policy.
+type Policy struct {
+	Name   string     `json:"name"`
+	Type   string     `json:"type"`
+	Kind   PolicyKind `json:"kind"`
+	Origin Origin     `json:"origin"`
+	// Actions are the validationActions of a validating policy; empty for mutating ones.
+	Actions       []Action      `json:"actions,omitempty"`
+	FailurePolicy FailurePolicy `json:"failurePolicy"`
+	// ReinvocationPolicy is set on mutating policies only.
+	ReinvocationPolicy ReinvocationPolicy `json:"reinvocationPolicy,omitempty"`
+	Match              Match              `json:"match"`
+	ParamKind          *ParamKind         `json:"paramKind,omitempty"`
+	ParamRef           *ParamRef          `json:"paramRef,omitempty"`
+	MatchConditions    []NamedExpression  `json:"matchConditions,omitempty"`
+	Variables          []NamedExpression  `json:"variables,omitempty"`
+	Validations        []Validation       `json:"validations,omitempty"`
+	AuditAnnotations   []AuditAnnotation  `json:"auditAnnotations,omitempty"`
+	Mutations          []Mutation         `json:"mutations,omitempty"`
+}
+
+// Match selects the requests a policy judges.
+type Match struct {
+	Resources  []Resource  `json:"resources"`
+	Operations []Operation `json:"operations"`
+}
+
+// Resource is one kind a policy matches, with the REST resource that serves it.
+type Resource struct {
+	Group    string `json:"group"`
+	Version  string `json:"version"`
+	Kind     string `json:"kind"`
+	Resource string `json:"resource"`
+	// Subresources are matched in addition to the resource itself
+	// (pods/ephemeralcontainers, so kubectl debug cannot bypass a pod policy).
+	Subresources []string `json:"subresources,omitempty"`
+}
+
+// ParamKind names the kind of a policy's parameter objects.
+type ParamKind struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+}
+
+// ParamRef selects the parameter object a binding uses.
+type ParamRef struct {
+	Name                    string                  `json:"name,omitempty"`
+	Namespace               string                  `json:"namespace,omitempty"`
+	ParameterNotFoundAction ParameterNotFoundAction `json:"parameterNotFoundAction"`
+}
+
+// NamedExpression is a named CEL expression: a variable or a match condition.
+type NamedExpression struct {
+	Name       string `json:"name"`
+	Expression string `json:"expression"`
+	Origin     Origin `json:"origin"`
+}
+
+// Validation is one CEL check; the object violates it when Expression is not true.
+type Validation struct {
+	Expression        string `json:"expression"`
+	Message           string `json:"message,omitempty"`
+	MessageExpression string `json:"messageExpression,omitempty"`
+	Origin            Origin `json:"origin"`
+	// MessageExpressionOrigin is where MessageExpression is written, when set.
+	MessageExpressionOrigin *Origin `json:"messageExpressionOrigin,omitempty"`
+}
+
+// AuditAnnotation is a CEL expression whose string value is recorded under Key.
+type AuditAnnotation struct {
+	Key             string `json:"key"`
+	ValueExpression string `json:"valueExpression"`
+	Origin          Origin `json:"origin"`
+}
+
+// PatchType is how a mutation changes the object.
+type PatchType string
+
+const (
+	// JSONPatch mutations are CEL expressions returning a list of JSONPatch operations.
+	JSONPatch PatchType = "JSONPatch"
+)
+
+// Mutation is one CEL mutation of a mutating policy.
+type Mutation struct {
+	PatchType  PatchType `json:"patchType"`
+	Expression string    `json:"expression"`
+	Origin     Origin    `json:"origin"`
+}
+
+// IsPodPolicy reports whether the policy matches Pods, so it must also match
+// the pods/ephemeralcontainers subresource.
+func (p *Policy) IsPodPolicy() bool {
+	for _, r := range p.Match.Resources {
+		if r.Group == "" && r.Resource == "pods" {
+			return true
+		}
+	}
+	return false
+}
+
+// HasAction reports whether a is one of the policy's validation actions.
+func (p *Policy) HasAction(a Action) bool {
+	for _, x := range p.Actions {
+		if x == a {
+			return true
+		}
+	}
+	return false
+}

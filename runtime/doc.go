@@ -1,0 +1,14 @@
+// Package runtime evaluates an *ir.PolicySet on admission requests: the
+// decision code that `admitc test`, `admitc compare` and the webhook server
+// share, so an offline run decides exactly what the webhook decides.
+//
+// Evaluation is the API server's: policies are compiled with internal/celenv
+// into the upstream validator and JSONPatch patchers of k8s.io/apiserver, and
+// run in the API server's order (mutations, then validation of the mutated
+// object) with its runtime CEL cost budget.
+//
+// The package keeps matching (match.go), evaluation (engine.go), responses
+// (response.go) and manifest decoding (manifest.go) apart; the HTTP server
+// lives in runtime/server and imports this package, never the reverse.
+// It must not import the compiler or any backend.
+package runtime

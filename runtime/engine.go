@@ -1,0 +1,250 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/admission"
+	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+
+	"github.com/admitc/admitc/internal/celenv"
+	"github.com/admitc/admitc/ir"
+)
+
+// Engine evaluates a compiled policy set. It is safe for concurrent use.
+type Engine struct {
+	set      *ir.PolicySet
+	compiled []*celenv.CompiledPolicy
+}
+
+// NewEngine compiles every policy of set for evaluation.
+func NewEngine(set *ir.PolicySet) (*Engine, error) {
+	e := &Engine{set: set}
+	for i := range set.Policies {
+		c, err := celenv.Compile(&set.Policies[i])
+		if err != nil {
+			return nil, fmt.Errorf("policy %q: %w", set.Policies[i].Name, err)
+		}
+		e.compiled = append(e.compiled, c)
+	}
+	return e, nil
+}
+
+// PolicySet returns the set the engine evaluates.
+func (e *Engine) PolicySet() *ir.PolicySet { return e.set }
+
+var objectInterfaces = admission.NewObjectInterfacesFromScheme(k8sruntime.NewScheme())
+
+// evaluation is the per-request state shared by mutation and validation.
+type evaluation struct {
+	req  *Request
+	attr *admission.VersionedAttributes
+	ns   *corev1.Namespace
+}
+
+func newEvaluation(req *Request, obj *unstructured.Unstructured) *evaluation {
+	var object, old k8sruntime.Object
+	if obj != nil {
+		object = obj
+	}
+	if req.OldObject != nil {
+		old = req.OldObject
+	}
+	attrs := admission.NewAttributesRecord(object, old, req.Kind, req.Namespace, req.Name, req.Resource,
+		req.SubResource, admission.Operation(req.Operation), nil, req.DryRun, req.User)
+	ev := &evaluation{req: req, attr: &admission.VersionedAttributes{
+		Attributes: attrs, VersionedKind: req.Kind, VersionedObject: object, VersionedOldObject: old,
+	}}
+	if req.Namespace != "" {
+		labels := map[string]string{corev1.LabelMetadataName: req.Namespace}
+		for k, v := range req.NamespaceLabels {
+			labels[k] = v
+		}
+		ev.ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: req.Namespace, Labels: labels}}
+	}
+	return ev
+}
+
+// params finds the parameter object for p. found is false when p needs one
+// and none matches its paramRef.
+func (ev *evaluation) params(p *ir.Policy) (k8sruntime.Object, bool) {
+	if p.ParamKind == nil {
+		return nil, true
+	}
+	for _, obj := range ev.req.Params {
+		if obj.GetAPIVersion() != p.ParamKind.APIVersion || obj.GetKind() != p.ParamKind.Kind {
+			continue
+		}
+		if p.ParamRef != nil && p.ParamRef.Name != "" && obj.GetName() != p.ParamRef.Name {
+			continue
+		}
+		ns := obj.GetNamespace()
+		if p.ParamRef != nil && p.ParamRef.Namespace != "" && ns != "" && ns != p.ParamRef.Namespace {
+			continue
+		}
+		return obj, true
+	}
+	return nil, false
+}
+
+// paramNotFound is the API server's configuration error for a binding whose
+// parameter object does not exist.
+var errParamNotFound = errors.New("no params found for policy binding with `Deny` parameterNotFoundAction")
+
+// Admit runs the admission chain on req in the API server's order: every
+// matching mutation, then every matching validation on the mutated object.
+func (e *Engine) Admit(ctx context.Context, req *Request) (*Result, error) {
+	res, err := e.Mutate(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	mutated := *req
+	mutated.Object = res.Object
+	v, err := e.Validate(ctx, &mutated)
+	if err != nil {
+		return nil, err
+	}
+	res.Violations = append(res.Violations, v.Violations...)
+	res.AuditAnnotations = mergeAnnotations(res.AuditAnnotations, v.AuditAnnotations)
+	res.Fired = appendUnique(res.Fired, v.Fired...)
+	return res, nil
+}
+
+// Validate runs every matching validating policy on req.Object.
+func (e *Engine) Validate(ctx context.Context, req *Request) (*Result, error) {
+	res := &Result{Object: req.Object}
+	ev := newEvaluation(req, req.Object)
+	for i := range e.set.Policies {
+		p := &e.set.Policies[i]
+		if p.Kind != ir.Validating || !Matches(p, req) {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		e.validateOne(ctx, ev, p, e.compiled[i], res)
+	}
+	return res, nil
+}
+
+func (e *Engine) validateOne(ctx context.Context, ev *evaluation, p *ir.Policy, c *celenv.CompiledPolicy, res *Result) {
+	params, found := ev.params(p)
+	if !found {
+		if p.ParamRef != nil && p.ParamRef.ParameterNotFoundAction == ir.ParamAllow {
+			return
+		}
+		if p.FailurePolicy != ir.Ignore {
+			res.addViolation(Violation{Policy: p.Name, Actions: []ir.Action{ir.Deny}, Message: "failed to configure binding: " + errParamNotFound.Error(), Error: true})
+		}
+		return
+	}
+	out := c.Validator.Validate(ctx, ev.req.Resource, ev.attr, params, ev.ns, celconfig.RuntimeCELCostBudget, nil)
+	for _, d := range out.Decisions {
+		switch {
+		case d.Evaluation == validating.EvalDeny:
+			res.addViolation(Violation{Policy: p.Name, Actions: p.Actions, Message: d.Message})
+		case d.Evaluation == validating.EvalError && d.Action == validating.ActionDeny:
+			res.addViolation(Violation{Policy: p.Name, Actions: p.Actions, Message: d.Message, Error: true})
+		}
+	}
+	for _, a := range out.AuditAnnotations {
+		if a.Action == validating.AuditAnnotationActionPublish {
+			res.setAnnotation(p.Name+"."+a.Key, a.Value)
+		} else if a.Action == validating.AuditAnnotationActionError {
+			res.addViolation(Violation{Policy: p.Name, Actions: p.Actions, Message: a.Error, Error: true})
+		}
+	}
+}
+
+// Mutate runs every matching mutating policy on req.Object, in order, each
+// seeing the previous ones' result. The returned result's Object is the
+// mutated copy; req.Object is not changed.
+func (e *Engine) Mutate(ctx context.Context, req *Request) (*Result, error) {
+	res := &Result{Object: req.Object}
+	if req.Object == nil {
+		return res, nil
+	}
+	current := req.Object.DeepCopy()
+	for i := range e.set.Policies {
+		p := &e.set.Policies[i]
+		if p.Kind != ir.Mutating || !Matches(p, req) {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		next, err := e.mutateOne(ctx, req, current, p, e.compiled[i])
+		if err != nil {
+			if p.FailurePolicy != ir.Ignore {
+				res.addViolation(Violation{Policy: p.Name, Actions: []ir.Action{ir.Deny}, Message: err.Error(), Error: true})
+			}
+			continue
+		}
+		ops, err := Diff(current, next)
+		if err != nil {
+			return nil, err
+		}
+		if len(ops) > 0 {
+			res.Patches = append(res.Patches, PolicyPatch{Policy: p.Name, Ops: ops})
+			res.Fired = appendUnique(res.Fired, p.Name)
+		}
+		current = next
+	}
+	res.Object = current
+	patch, err := Diff(req.Object, current)
+	if err != nil {
+		return nil, err
+	}
+	res.Patch = patch
+	return res, nil
+}
+
+func (e *Engine) mutateOne(ctx context.Context, req *Request, obj *unstructured.Unstructured, p *ir.Policy, c *celenv.CompiledPolicy) (*unstructured.Unstructured, error) {
+	ev := newEvaluation(req, obj)
+	params, found := ev.params(p)
+	if !found {
+		if p.ParamRef != nil && p.ParamRef.ParameterNotFoundAction == ir.ParamAllow {
+			return obj, nil
+		}
+		return nil, fmt.Errorf("failed to configure binding: %w", errParamNotFound)
+	}
+	// As the API server's mutating dispatcher: one composition context per
+	// policy invocation, so variables resolve for matcher and mutations.
+	ctx = c.Compiler.CreateContext(ctx)
+	if c.Matcher != nil {
+		m := c.Matcher.Match(ctx, ev.attr, params, nil)
+		if m.Error != nil {
+			return nil, m.Error
+		}
+		if !m.Matches {
+			return obj, nil
+		}
+	}
+	for _, patcher := range c.Patchers {
+		out, err := patcher.Patch(ctx, patch.Request{
+			MatchedResource:     req.Resource,
+			VersionedAttributes: ev.attr,
+			ObjectInterfaces:    objectInterfaces,
+			OptionalVariables:   plugincel.OptionalVariableBindings{VersionedParams: params},
+			Namespace:           ev.ns,
+		}, celconfig.RuntimeCELCostBudget)
+		if err != nil {
+			return nil, err
+		}
+		u, ok := out.(*unstructured.Unstructured)
+		if !ok {
+			return nil, fmt.Errorf("mutation returned %T, want an unstructured object", out)
+		}
+		ev.attr.VersionedObject = u
+		obj = u
+	}
+	return obj, nil
+}

@@ -1,0 +1,85 @@
+package runtime
+
+import (
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/authentication/user"
+
+	"github.com/admitc/admitc/ir"
+)
+
+// Request is one admission request, as the API server would send it.
+type Request struct {
+	// UID is the request's uid (echoed in responses).
+	UID string
+	// Kind and Resource identify the object; Resource is derived from Kind when empty.
+	Kind        schema.GroupVersionKind
+	Resource    schema.GroupVersionResource
+	SubResource string
+	Operation   ir.Operation
+	Namespace   string
+	Name        string
+	// Object is the object being admitted; OldObject is set on UPDATE.
+	Object    *unstructured.Unstructured
+	OldObject *unstructured.Unstructured
+	// NamespaceLabels are the labels of the request's namespace
+	// (kubernetes.io/metadata.name is always added).
+	NamespaceLabels map[string]string
+	// Params are the parameter objects available to policies with paramKind.
+	Params []*unstructured.Unstructured
+	User   user.Info
+	DryRun bool
+}
+
+// RequestFor builds a request for obj as `kubectl create` (or, with old, an
+// update) in namespace would send it.
+func RequestFor(obj, old *unstructured.Unstructured, namespace string) *Request {
+	gvk := obj.GroupVersionKind()
+	op := ir.Create
+	if old != nil {
+		op = ir.Update
+	}
+	if obj.GetNamespace() != "" {
+		namespace = obj.GetNamespace()
+	}
+	if isClusterScoped(gvk.Kind) {
+		namespace = ""
+	}
+	return &Request{
+		UID:       "admitc-test",
+		Kind:      gvk,
+		Resource:  ResourceFor(gvk),
+		Operation: op,
+		Namespace: namespace,
+		Name:      obj.GetName(),
+		Object:    obj,
+		OldObject: old,
+		User:      &user.DefaultInfo{Name: "admitc-test"},
+	}
+}
+
+func isClusterScoped(kind string) bool { return kind == "Namespace" }
+
+// ResourceFor returns the REST resource serving gvk, from admitc's kind tables,
+// or the conventional lower-case plural for other kinds.
+func ResourceFor(gvk schema.GroupVersionKind) schema.GroupVersionResource {
+	for _, table := range [][]ir.WorkloadKind{ir.PodKinds, ir.OtherKinds} {
+		for _, k := range table {
+			if k.Resource.Group == gvk.Group && k.Resource.Kind == gvk.Kind {
+				return gvk.GroupVersion().WithResource(k.Resource.Resource)
+			}
+		}
+	}
+	plural := strings.ToLower(gvk.Kind)
+	switch {
+	case strings.HasSuffix(plural, "s"):
+		plural += "es"
+	case strings.HasSuffix(plural, "y"):
+		plural = strings.TrimSuffix(plural, "y") + "ies"
+	default:
+		plural += "s"
+	}
+	return gvk.GroupVersion().WithResource(plural)
+}
