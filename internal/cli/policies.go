@@ -1,0 +1,78 @@
+package cli
+
+import (
+	"fmt"
+	"io/fs"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/version"
+
+	"github.com/admitc/admitc/compiler"
+	"github.com/admitc/admitc/examples"
+	"github.com/admitc/admitc/ir"
+	"github.com/admitc/admitc/runtime"
+)
+
+// policyFlags are the flags every command that reads policies shares.
+type policyFlags struct {
+	Paths []string
+}
+
+func (f *policyFlags) add(fs *pflag.FlagSet) {
+	fs.StringSliceVarP(&f.Paths, "policies", "p", nil, "policy files or directories (JSON or YAML); repeat or comma-separate; default: the built-in example set")
+}
+
+// sources reads the policy files, or the built-in example set when none are given.
+func (f *policyFlags) sources() ([]compiler.Source, error) {
+	if len(f.Paths) == 0 {
+		data, err := fs.ReadFile(examples.FS, examples.DefaultPolicies)
+		if err != nil {
+			return nil, err
+		}
+		return []compiler.Source{{Name: "builtin:" + examples.DefaultPolicies, Data: data}}, nil
+	}
+	return compiler.ReadSources(f.Paths)
+}
+
+// compile reads and compiles the policies; every failure is a usage error
+// (exit 2) carrying all diagnostics.
+func (f *policyFlags) compile(kubeVersion *version.Version) (*ir.PolicySet, error) {
+	srcs, err := f.sources()
+	if err != nil {
+		return nil, usageError(err)
+	}
+	set, diags := compiler.Compile(srcs, compiler.Options{KubeVersion: kubeVersion})
+	if len(diags) > 0 {
+		return nil, usageError(fmt.Errorf("policies do not compile:\n%s", diags.Error()))
+	}
+	return set, nil
+}
+
+// engine compiles the policies into a runtime engine.
+func (f *policyFlags) engine() (*runtime.Engine, error) {
+	set, err := f.compile(nil)
+	if err != nil {
+		return nil, err
+	}
+	e, err := runtime.NewEngine(set)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	return e, nil
+}
+
+// readParams reads parameter objects (ConfigMaps and the like) from files.
+func readParams(paths []string) ([]*runtime.Manifest, error) {
+	if len(paths) == 0 {
+		return nil, nil
+	}
+	ms, err := runtime.ReadManifests(paths)
+	if err != nil {
+		return nil, usageError(fmt.Errorf("read params: %w", err))
+	}
+	out := make([]*runtime.Manifest, len(ms))
+	for i := range ms {
+		out[i] = &ms[i]
+	}
+	return out, nil
+}
