@@ -146,7 +146,7 @@ func parseDetail(origin ir.Origin, expr, detail string) []ExprError {
 	for _, m := range celErrorLine.FindAllStringSubmatch(detail, -1) {
 		line, _ := strconv.Atoi(m[1])
 		col, _ := strconv.Atoi(m[2])
-		out = append(out, ExprError{Origin: origin, Expression: expr, Line: line, Column: col + 1, Message: strings.TrimSpace(m[3])})
+		out = append(out, ExprError{Origin: origin, Expression: expr, Line: line, Column: col, Message: strings.TrimSuffix(strings.TrimSpace(m[3]), " (in container '')")})
 	}
 	if len(out) == 0 {
 		msg := strings.TrimPrefix(strings.TrimSpace(detail), "compilation failed: ")
