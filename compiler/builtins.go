@@ -31,8 +31,13 @@ var containerLists = []string{"containers", "initContainers", "ephemeralContaine
 // CEL string expression naming the container's field path. On a kubectl
 // debug update only new ephemeral containers are considered.
 func eachContainer(filter, transform func(path string) string) string {
-	parts := make([]string, len(containerLists))
-	for i, list := range containerLists {
+	return eachContainerOf(containerLists, filter, transform)
+}
+
+// eachContainerOf is eachContainer over the given container lists only.
+func eachContainerOf(lists []string, filter, transform func(path string) string) string {
+	parts := make([]string, len(lists))
+	for i, list := range lists {
 		path := fmt.Sprintf("variables.specPath + '.%s[' + string(i) + ']'", list)
 		src := fmt.Sprintf("variables.podSpec.?%s.orValue([])", list)
 		cond := filter(path)
@@ -79,7 +84,8 @@ func lowerRunAsNonRoot(o ir.Origin) ([]ir.NamedExpression, ir.Validation) {
 }
 
 func lowerMemoryLimit(o ir.Origin) ([]ir.NamedExpression, ir.Validation) {
-	vs := eachContainer(func(string) string { return "!c.?resources.?limits.?memory.hasValue()" },
+	// Ephemeral containers cannot have resources: the API server rejects them.
+	vs := eachContainerOf(containerLists[:2], func(string) string { return "!c.?resources.?limits.?memory.hasValue()" },
 		containerMsg("has no memory limit", ".resources.limits.memory"))
 	return []ir.NamedExpression{{Name: "violations", Expression: vs, Origin: o}},
 		violationsCheck("set a memory limit on every container", "set a memory limit on every container", o)

@@ -1,0 +1,35 @@
+# admitc's build and test entry points. `make test` is what CI runs.
+GO        ?= go
+FUZZTIME  ?= 10s
+BENCHTIME ?= 1s
+
+.PHONY: all build test unit fuzz golden bench e2e lint clean
+
+all: build
+
+build:
+	$(GO) build -o bin/admitc ./cmd/admitc
+
+## test: every test: unit and golden tests, short fuzz runs, and the e2e suite.
+test: unit fuzz
+
+## unit: unit, CLI and golden tests (race detector off: the upstream CEL code is slow under it).
+unit:
+	$(GO) vet ./...
+	$(GO) test ./...
+
+## fuzz: a short bounded run of every fuzz target.
+fuzz:
+	$(GO) test ./compiler -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./runtime -run '^$$' -fuzz '^FuzzDecodeManifests$$' -fuzztime $(FUZZTIME)
+
+## golden: regenerate the golden files after a deliberate output change.
+golden:
+	$(GO) test ./golden -update
+
+## bench: the benchmarks, side by side.
+bench:
+	$(GO) test ./... -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME)
+
+clean:
+	rm -rf bin
