@@ -239,5 +239,3 @@ func (r *reader) readParams(obj *object, p *ir.Policy) {
 	o.done("paramRef")
 	p.ParamRef = ref
 }
-
-

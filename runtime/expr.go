@@ -23,7 +23,7 @@ import (
 // anyExpression is a CEL expression that may return any type.
 type anyExpression string
 
-func (e anyExpression) GetExpression() string       { return string(e) }
+func (e anyExpression) GetExpression() string      { return string(e) }
 func (e anyExpression) ReturnTypes() []*celgo.Type { return []*celgo.Type{celgo.AnyType} }
 
 // CompileError is a CEL expression that does not compile; Detail is the

@@ -80,8 +80,8 @@ func TestTestPolicyErrors(t *testing.T) {
 		files []string
 		want  string
 	}{
-		"unknown type": {[]string{"unknown-type.yaml"}, bad + `unknown-type.yaml:3:11: policies[0].type: unknown policy type "disallow-root" (known types: default-requests, required-labels, allowed-registries, image-digest, disallow-privileged, run-as-non-root, memory-limit, no-host-path, add-labels, cel)`},
-		"unknown field": {[]string{"unknown-field.yaml"}, bad + `unknown-field.yaml:5:5: policies[0].lables: unknown field "lables" in a policy of type "required-labels" (known fields: actions, failurePolicy, labels, match, name, type)`},
+		"unknown type":   {[]string{"unknown-type.yaml"}, bad + `unknown-type.yaml:3:11: policies[0].type: unknown policy type "disallow-root" (known types: default-requests, required-labels, allowed-registries, image-digest, disallow-privileged, run-as-non-root, memory-limit, no-host-path, add-labels, cel)`},
+		"unknown field":  {[]string{"unknown-field.yaml"}, bad + `unknown-field.yaml:5:5: policies[0].lables: unknown field "lables" in a policy of type "required-labels" (known fields: actions, failurePolicy, labels, match, name, type)`},
 		"deny with warn": {[]string{"deny-warn.json"}, bad + `deny-warn.json:2:57: policies[0].actions: Deny and Warn together report the same failure twice; ValidatingAdmissionPolicyBinding rejects that combination (use [Deny] or [Warn, Audit])`},
 		"duplicate name": {[]string{"duplicate-a.yaml", "duplicate-b.yaml"}, bad + `duplicate-b.yaml:4:11: policies[1].name: policy name "privileged" is already used at ` + bad + `duplicate-a.yaml:2:11; names must be unique across all policy files`},
 		"bad CEL": {[]string{"bad-cel.yaml"}, bad + `bad-cel.yaml:5:89: policies[0].validations[0].expression: Syntax error: missing ')' at '<EOF>'` + "\n" +

@@ -1,0 +1,66 @@
+package backends
+
+import (
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/admitc/admitc/ir"
+)
+
+// This file holds the admissionregistration.k8s.io/v1 pieces that the
+// policy backends (vap, map) share: one small helper per target field.
+
+// ParamRef converts the IR's paramRef.
+func ParamRef(r *ir.ParamRef) *admissionregistrationv1.ParamRef {
+	if r == nil {
+		return nil
+	}
+	action := admissionregistrationv1.ParameterNotFoundActionType(r.ParameterNotFoundAction)
+	return &admissionregistrationv1.ParamRef{Name: r.Name, Namespace: r.Namespace, ParameterNotFoundAction: &action}
+}
+
+// NamespaceSelector scopes a binding: kubernetes.io/metadata.name In
+// namespaces, or, with none given, every namespace but kube-system, so a
+// broken policy can never block the control plane's own pods.
+func NamespaceSelector(namespaces []string) *metav1.LabelSelector {
+	if len(namespaces) == 0 {
+		return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: NamespaceNameLabel, Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system"}},
+		}}
+	}
+	return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+		{Key: NamespaceNameLabel, Operator: metav1.LabelSelectorOpIn, Values: append([]string(nil), namespaces...)},
+	}}
+}
+
+// MatchResources names the matched resources, one rule per API group.
+func MatchResources(rules []ResourceRule) *admissionregistrationv1.MatchResources {
+	equivalent := admissionregistrationv1.Equivalent
+	mr := &admissionregistrationv1.MatchResources{MatchPolicy: &equivalent}
+	for _, r := range rules {
+		mr.ResourceRules = append(mr.ResourceRules, admissionregistrationv1.NamedRuleWithOperations{
+			RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+				Operations: operations(r.Operations),
+				Rule:       admissionregistrationv1.Rule{APIGroups: []string{r.Group}, APIVersions: []string{r.Version}, Resources: r.Resources},
+			},
+		})
+	}
+	return mr
+}
+
+func operations(ops []ir.Operation) []admissionregistrationv1.OperationType {
+	out := make([]admissionregistrationv1.OperationType, len(ops))
+	for i, o := range ops {
+		out[i] = admissionregistrationv1.OperationType(o)
+	}
+	return out
+}
+
+// MatchConditions converts the IR's match conditions.
+func MatchConditions(mcs []ir.NamedExpression) []admissionregistrationv1.MatchCondition {
+	var out []admissionregistrationv1.MatchCondition
+	for _, mc := range mcs {
+		out = append(out, admissionregistrationv1.MatchCondition{Name: mc.Name, Expression: mc.Expression})
+	}
+	return out
+}

@@ -1,0 +1,79 @@
+package backends
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/version"
+
+	"github.com/admitc/admitc/internal/diag"
+	"github.com/admitc/admitc/ir"
+)
+
+// ManagedByLabel marks every object admitc generates, so
+// `kubectl delete ... -l app.kubernetes.io/managed-by=admitc` removes them.
+const ManagedByLabel = "app.kubernetes.io/managed-by"
+
+// ManagedByValue is the value of ManagedByLabel.
+const ManagedByValue = "admitc"
+
+// NamespaceNameLabel is the label every namespace carries with its own name.
+const NamespaceNameLabel = "kubernetes.io/metadata.name"
+
+// Options are the settings every backend may read.
+type Options struct {
+	// Namespaces scope bindings and webhooks to these namespaces
+	// (kubernetes.io/metadata.name In [...]); empty means cluster-wide
+	// except kube-system for policies, and is refused for webhooks.
+	Namespaces []string
+	// KubeVersion is the oldest API server the output must run on.
+	KubeVersion *version.Version
+	// Webhook configures the webhook backend.
+	Webhook WebhookOptions
+}
+
+// WebhookOptions configure the webhook backend.
+type WebhookOptions struct {
+	// Name names the configurations and prefixes the webhook names.
+	Name string
+	// Service and ServiceNamespace address the webhook's Service; URL, when
+	// set, is used instead (for webhooks outside the cluster).
+	Service, ServiceNamespace, URL string
+	// CABundle is the PEM CA that signed the webhook's serving certificate.
+	CABundle []byte
+	// FailurePolicy is Ignore unless asked otherwise.
+	FailurePolicy ir.FailurePolicy
+	// TimeoutSeconds bounds each call (1 to 30).
+	TimeoutSeconds int32
+	// EphemeralContainers registers pods/ephemeralcontainers, so kubectl
+	// debug cannot bypass the webhook.
+	EphemeralContainers bool
+	// Deployment adds the hardened Deployment, Service and PodDisruptionBudget.
+	Deployment bool
+	// Image is the admitc image the Deployment runs.
+	Image string
+}
+
+// Output is what a backend produced: objects in a fixed order.
+type Output struct {
+	Objects []runtime.Object
+}
+
+// Backend turns a policy set into one enforcement format.
+type Backend interface {
+	// Name is the backend's name on the command line and its output file's stem.
+	Name() string
+	// Accepts reports whether the backend expresses p; a policy that no
+	// selected backend accepts is reported, never dropped.
+	Accepts(p *ir.Policy) bool
+	// Generate emits the objects for set, or diagnostics for what it cannot express.
+	Generate(set *ir.PolicySet, opts Options) (Output, diag.Diagnostics)
+}
+
+// Errorf builds a diagnostic at an IR origin.
+func Errorf(o ir.Origin, format string, args ...any) diag.Diagnostic {
+	return diag.Diagnostic{Origin: o, Message: fmt.Sprintf(format, args...)}
+}
+
+// Labels returns the labels every generated object carries.
+func Labels() map[string]string { return map[string]string{ManagedByLabel: ManagedByValue} }

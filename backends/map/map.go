@@ -1,0 +1,121 @@
+// Package mapbackend emits a MutatingAdmissionPolicy and a
+// MutatingAdmissionPolicyBinding for every mutating policy of the IR:
+// admissionregistration.k8s.io/v1 for Kubernetes 1.36 and newer, v1beta1
+// for 1.34 and 1.35. It imports ir, backends and k8s.io/api only.
+package mapbackend
+
+import (
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	admissionregistrationv1beta1 "k8s.io/api/admissionregistration/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/version"
+
+	"github.com/admitc/admitc/backends"
+	"github.com/admitc/admitc/internal/diag"
+	"github.com/admitc/admitc/ir"
+)
+
+var (
+	// MinKubeVersion is the first release serving MutatingAdmissionPolicy by default (beta).
+	MinKubeVersion = version.MajorMinor(1, 34)
+	// GAKubeVersion is the first release serving admissionregistration.k8s.io/v1 MutatingAdmissionPolicy.
+	GAKubeVersion = version.MajorMinor(1, 36)
+)
+
+// Backend is the MutatingAdmissionPolicy backend.
+type Backend struct{}
+
+var _ backends.Backend = Backend{}
+
+// Name implements backends.Backend.
+func (Backend) Name() string { return "map" }
+
+// Accepts implements backends.Backend: mutating policies only.
+func (Backend) Accepts(p *ir.Policy) bool { return p.Kind == ir.Mutating }
+
+// Generate implements backends.Backend.
+func (Backend) Generate(set *ir.PolicySet, opts backends.Options) (backends.Output, diag.Diagnostics) {
+	var out backends.Output
+	var diags diag.Diagnostics
+	kv := opts.KubeVersion
+	if kv == nil {
+		kv = GAKubeVersion
+	}
+	for _, p := range backends.ByKind(set, ir.Mutating) {
+		if kv.LessThan(MinKubeVersion) {
+			diags = append(diags, backends.Errorf(p.Origin, "MutatingAdmissionPolicy needs Kubernetes %s or newer (beta, on by default), --kube-version is %s; use the webhook backend for older clusters", MinKubeVersion, kv))
+			continue
+		}
+		policy, binding := Policy(p), Binding(p, opts.Namespaces)
+		if kv.LessThan(GAKubeVersion) {
+			objs, err := toV1beta1(policy, binding)
+			if err != nil {
+				diags = append(diags, backends.Errorf(p.Origin, "%v", err))
+				continue
+			}
+			out.Objects = append(out.Objects, objs...)
+			continue
+		}
+		out.Objects = append(out.Objects, policy, binding)
+	}
+	return out, diags
+}
+
+// Policy returns the v1 MutatingAdmissionPolicy for p.
+func Policy(p *ir.Policy) *admissionregistrationv1.MutatingAdmissionPolicy {
+	fp := admissionregistrationv1.FailurePolicyType(p.FailurePolicy)
+	rp := admissionregistrationv1.ReinvocationPolicyType(p.ReinvocationPolicy)
+	spec := admissionregistrationv1.MutatingAdmissionPolicySpec{
+		MatchConstraints:   backends.MatchResources(backends.RulesFor([]*ir.Policy{p}, true)),
+		FailurePolicy:      &fp,
+		ReinvocationPolicy: rp,
+		MatchConditions:    backends.MatchConditions(p.MatchConditions),
+	}
+	if p.ParamKind != nil {
+		spec.ParamKind = &admissionregistrationv1.ParamKind{APIVersion: p.ParamKind.APIVersion, Kind: p.ParamKind.Kind}
+	}
+	for _, v := range p.Variables {
+		spec.Variables = append(spec.Variables, admissionregistrationv1.Variable{Name: v.Name, Expression: v.Expression})
+	}
+	for _, m := range p.Mutations {
+		spec.Mutations = append(spec.Mutations, admissionregistrationv1.Mutation{
+			PatchType: admissionregistrationv1.PatchTypeJSONPatch,
+			JSONPatch: &admissionregistrationv1.JSONPatch{Expression: m.Expression},
+		})
+	}
+	return &admissionregistrationv1.MutatingAdmissionPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "MutatingAdmissionPolicy"},
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Labels: backends.Labels()},
+		Spec:       spec,
+	}
+}
+
+// Binding returns the v1 MutatingAdmissionPolicyBinding for p.
+func Binding(p *ir.Policy, namespaces []string) *admissionregistrationv1.MutatingAdmissionPolicyBinding {
+	return &admissionregistrationv1.MutatingAdmissionPolicyBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "MutatingAdmissionPolicyBinding"},
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Labels: backends.Labels()},
+		Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{
+			PolicyName:     p.Name,
+			ParamRef:       backends.ParamRef(p.ParamRef),
+			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: backends.NamespaceSelector(namespaces)},
+		},
+	}
+}
+
+// toV1beta1 converts the v1 objects to v1beta1, whose MutatingAdmissionPolicy
+// schema is the same; the conversion goes through JSON so no field is missed.
+func toV1beta1(policy *admissionregistrationv1.MutatingAdmissionPolicy, binding *admissionregistrationv1.MutatingAdmissionPolicyBinding) ([]runtime.Object, error) {
+	p := &admissionregistrationv1beta1.MutatingAdmissionPolicy{}
+	b := &admissionregistrationv1beta1.MutatingAdmissionPolicyBinding{}
+	if err := convert(policy, p); err != nil {
+		return nil, err
+	}
+	if err := convert(binding, b); err != nil {
+		return nil, err
+	}
+	gv := admissionregistrationv1beta1.SchemeGroupVersion.String()
+	p.APIVersion, b.APIVersion = gv, gv
+	return []runtime.Object{p, b}, nil
+}

@@ -1,0 +1,125 @@
+// Package vap emits a ValidatingAdmissionPolicy and a
+// ValidatingAdmissionPolicyBinding (admissionregistration.k8s.io/v1) for
+// every validating policy of the IR. It imports ir, backends and
+// k8s.io/api only.
+package vap
+
+import (
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/version"
+
+	"github.com/admitc/admitc/backends"
+	"github.com/admitc/admitc/internal/diag"
+	"github.com/admitc/admitc/ir"
+)
+
+// MinKubeVersion is the first release with ValidatingAdmissionPolicy GA.
+var MinKubeVersion = version.MajorMinor(1, 30)
+
+// Backend is the ValidatingAdmissionPolicy backend.
+type Backend struct{}
+
+var _ backends.Backend = Backend{}
+
+// Name implements backends.Backend.
+func (Backend) Name() string { return "vap" }
+
+// Accepts implements backends.Backend: a ValidatingAdmissionPolicy cannot
+// change an object, so mutating policies are left to other backends (and
+// reported when no selected backend takes them).
+func (Backend) Accepts(p *ir.Policy) bool { return p.Kind == ir.Validating }
+
+// Generate implements backends.Backend: a policy and a binding per
+// validating policy, in IR order.
+func (Backend) Generate(set *ir.PolicySet, opts backends.Options) (backends.Output, diag.Diagnostics) {
+	var out backends.Output
+	var diags diag.Diagnostics
+	for i := range set.Policies {
+		p := &set.Policies[i]
+		if p.Kind != ir.Validating {
+			continue
+		}
+		if opts.KubeVersion != nil && opts.KubeVersion.LessThan(MinKubeVersion) {
+			diags = append(diags, backends.Errorf(p.Origin, "ValidatingAdmissionPolicy needs Kubernetes %s or newer, --kube-version is %s", MinKubeVersion, opts.KubeVersion))
+			continue
+		}
+		out.Objects = append(out.Objects, Policy(p), Binding(p, opts.Namespaces))
+	}
+	return out, diags
+}
+
+// Policy returns the ValidatingAdmissionPolicy for p.
+func Policy(p *ir.Policy) *admissionregistrationv1.ValidatingAdmissionPolicy {
+	return &admissionregistrationv1.ValidatingAdmissionPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
+		ObjectMeta: objectMeta(p),
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			ParamKind:        paramKind(p),
+			MatchConstraints: backends.MatchResources(backends.RulesFor([]*ir.Policy{p}, true)),
+			Validations:      validations(p),
+			FailurePolicy:    failurePolicy(p.FailurePolicy),
+			AuditAnnotations: auditAnnotations(p),
+			MatchConditions:  backends.MatchConditions(p.MatchConditions),
+			Variables:        variables(p.Variables),
+		},
+	}
+}
+
+// Binding returns the ValidatingAdmissionPolicyBinding for p.
+func Binding(p *ir.Policy, namespaces []string) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
+	actions := make([]admissionregistrationv1.ValidationAction, len(p.Actions))
+	for i, a := range p.Actions {
+		actions[i] = admissionregistrationv1.ValidationAction(a)
+	}
+	return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicyBinding"},
+		ObjectMeta: objectMeta(p),
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        p.Name,
+			ParamRef:          backends.ParamRef(p.ParamRef),
+			MatchResources:    &admissionregistrationv1.MatchResources{NamespaceSelector: backends.NamespaceSelector(namespaces)},
+			ValidationActions: actions,
+		},
+	}
+}
+
+func objectMeta(p *ir.Policy) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: p.Name, Labels: backends.Labels()}
+}
+
+func paramKind(p *ir.Policy) *admissionregistrationv1.ParamKind {
+	if p.ParamKind == nil {
+		return nil
+	}
+	return &admissionregistrationv1.ParamKind{APIVersion: p.ParamKind.APIVersion, Kind: p.ParamKind.Kind}
+}
+
+func failurePolicy(f ir.FailurePolicy) *admissionregistrationv1.FailurePolicyType {
+	fp := admissionregistrationv1.FailurePolicyType(f)
+	return &fp
+}
+
+func variables(vs []ir.NamedExpression) []admissionregistrationv1.Variable {
+	var out []admissionregistrationv1.Variable
+	for _, v := range vs {
+		out = append(out, admissionregistrationv1.Variable{Name: v.Name, Expression: v.Expression})
+	}
+	return out
+}
+
+func validations(p *ir.Policy) []admissionregistrationv1.Validation {
+	var out []admissionregistrationv1.Validation
+	for _, v := range p.Validations {
+		out = append(out, admissionregistrationv1.Validation{Expression: v.Expression, Message: v.Message, MessageExpression: v.MessageExpression})
+	}
+	return out
+}
+
+func auditAnnotations(p *ir.Policy) []admissionregistrationv1.AuditAnnotation {
+	var out []admissionregistrationv1.AuditAnnotation
+	for _, a := range p.AuditAnnotations {
+		out = append(out, admissionregistrationv1.AuditAnnotation{Key: a.Key, ValueExpression: a.ValueExpression})
+	}
+	return out
+}

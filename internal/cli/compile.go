@@ -1,0 +1,222 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/version"
+
+	"github.com/admitc/admitc/backends"
+	"github.com/admitc/admitc/backends/webhook"
+	"github.com/admitc/admitc/internal/generate"
+	"github.com/admitc/admitc/ir"
+)
+
+// ExampleNamespace is the namespace the built-in example set is compiled for.
+const ExampleNamespace = "shop"
+
+// CompileOptions are the options of `admitc compile` and its shortcuts.
+type CompileOptions struct {
+	Streams
+	Policies    policyFlags
+	Backends    []string
+	Namespaces  []string
+	KubeVersion string
+	OutDir      string
+	Check       string
+	WithIR      bool
+	Webhook     webhookFlags
+
+	opts backends.Options
+}
+
+// webhookFlags are the webhook backend's settings as flags.
+type webhookFlags struct {
+	backends.WebhookOptions
+	CABundleFile  string
+	FailurePolicy string
+	Timeout       int32
+}
+
+func (w *webhookFlags) add(fs *pflag.FlagSet, deployment bool) {
+	d := webhook.Defaults
+	fs.StringVar(&w.Name, "name", d.Name, "webhook configuration name (webhooks are validate.NAME.admitc.dev and mutate.NAME.admitc.dev)")
+	fs.StringVar(&w.Service, "service", d.Service, "webhook Service name")
+	fs.StringVar(&w.ServiceNamespace, "service-namespace", d.ServiceNamespace, "namespace the webhook runs in (never sent to the webhook)")
+	fs.StringVar(&w.URL, "url", "", "call the webhook at this https URL instead of a Service (for a webhook outside the cluster)")
+	fs.StringVar(&w.CABundleFile, "ca-bundle", "", "PEM file with the CA that signed the webhook's certificate (default: cert-manager CA injection)")
+	fs.StringVar(&w.FailurePolicy, "failure-policy", string(d.FailurePolicy), "Ignore (fail open) or Fail (fail closed)")
+	fs.Int32Var(&w.Timeout, "timeout", d.TimeoutSeconds, "seconds the API server waits for the webhook (1-30)")
+	fs.BoolVar(&w.EphemeralContainers, "ephemeral-containers", d.EphemeralContainers, "also send pods/ephemeralcontainers (kubectl debug) to the validating webhook")
+	fs.StringVar(&w.Image, "image", d.Image, "admitc image for the webhook Deployment")
+	fs.BoolVar(&w.Deployment, "deployment", deployment, "also emit the hardened Deployment, Service and PodDisruptionBudget")
+}
+
+func (w *webhookFlags) complete() (backends.WebhookOptions, error) {
+	out := w.WebhookOptions
+	out.FailurePolicy = ir.FailurePolicy(w.FailurePolicy)
+	out.TimeoutSeconds = w.Timeout
+	if w.CABundleFile != "" {
+		data, err := os.ReadFile(w.CABundleFile)
+		if err != nil {
+			return out, fmt.Errorf("read --ca-bundle: %w", err)
+		}
+		out.CABundle = data
+	}
+	return out, nil
+}
+
+// NewCompileCommand returns `admitc compile`.
+func NewCompileCommand(s Streams) *cobra.Command {
+	o := &CompileOptions{Streams: s}
+	cmd := &cobra.Command{
+		Use:   "compile [flags]",
+		Short: "Compile policies to ValidatingAdmissionPolicy, MutatingAdmissionPolicy and webhook configurations",
+		Long: `Compiles policy files into every enforcement format: one YAML file per
+backend in --out (or all to stdout), objects in a fixed order, identical bytes
+for identical input. --check compares with a directory instead of writing and
+exits 1 with a unified diff when they differ, so CI catches a policy change
+whose generated output was not regenerated.
+
+With no --policies it compiles the built-in example set for namespace shop.
+
+Exit codes: 0 written (or up to date), 1 --check found differences, 2 a policy
+does not compile or a backend cannot express it.`,
+		Example: `  # The built-in example set, every backend, to stdout
+  admitc compile
+
+  # Your policies into deploy/admission, scoped to two namespaces
+  admitc compile --policies policies/ --namespace shop --namespace payments --out deploy/admission
+
+  # In CI: fail when deploy/admission is stale
+  admitc compile --policies policies/ --namespace shop --namespace payments --check deploy/admission
+
+  # MutatingAdmissionPolicy for a 1.35 cluster (v1beta1)
+  admitc compile --policies examples/policies/labels-policy.json --backend map --kube-version 1.35`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Complete(); err != nil {
+				return err
+			}
+			return o.Run()
+		},
+	}
+	f := cmd.Flags()
+	o.Policies.add(f)
+	f.StringSliceVarP(&o.Backends, "backend", "b", []string{"all"}, "backends to run: all or a list of "+strings.Join(generate.Names(), ", "))
+	o.addScopeFlags(f)
+	f.StringVarP(&o.OutDir, "out", "o", "", "write one file per backend into this directory instead of stdout")
+	f.StringVar(&o.Check, "check", "", "compare with the files in this directory; exit 1 with a diff when they differ")
+	f.BoolVar(&o.WithIR, "ir", false, "also write ir.json, the compiled intermediate representation")
+	o.Webhook.add(f, true)
+	cmd.MarkFlagsMutuallyExclusive("out", "check")
+	return cmd
+}
+
+func (o *CompileOptions) addScopeFlags(f *pflag.FlagSet) {
+	f.StringSliceVarP(&o.Namespaces, "namespace", "n", nil, "namespaces the bindings and webhooks apply to (kubernetes.io/metadata.name In ...)")
+	f.StringVar(&o.KubeVersion, "kube-version", "1.36", "oldest Kubernetes version the output must run on (MutatingAdmissionPolicy: v1 from 1.36, v1beta1 for 1.34-1.35)")
+}
+
+// Complete parses the flags into backend options.
+func (o *CompileOptions) Complete() error {
+	kv, err := version.ParseGeneric(o.KubeVersion)
+	if err != nil {
+		return usageError(fmt.Errorf("--kube-version: %w", err))
+	}
+	o.opts.KubeVersion = version.MajorMinor(kv.Major(), kv.Minor())
+	o.opts.Namespaces = o.Namespaces
+	if len(o.Policies.Paths) == 0 && len(o.Namespaces) == 0 {
+		o.opts.Namespaces = []string{ExampleNamespace}
+	}
+	if o.opts.Webhook, err = o.Webhook.complete(); err != nil {
+		return usageError(err)
+	}
+	return nil
+}
+
+// Run compiles and writes, or checks.
+func (o *CompileOptions) Run() error {
+	srcs, err := o.Policies.sources()
+	if err != nil {
+		return usageError(err)
+	}
+	res, diags, err := generate.Run(generate.Request{Sources: srcs, Backends: o.Backends, Options: o.opts, WithIR: o.WithIR})
+	if err != nil {
+		return usageError(err)
+	}
+	if len(diags) > 0 {
+		return usageError(fmt.Errorf("cannot compile:\n%s", diags.Error()))
+	}
+	switch {
+	case o.Check != "":
+		same, err := checkDir(o.Streams.Out, o.Check, res.Files)
+		if err != nil {
+			return usageError(err)
+		}
+		if !same {
+			fmt.Fprintf(o.Err, "%s is out of date: run the same command with --out %s and commit the result\n", o.Check, o.Check)
+			return failed
+		}
+		return nil
+	case o.OutDir != "":
+		if err := writeDir(o.OutDir, res.Files); err != nil {
+			return usageError(err)
+		}
+		return nil
+	default:
+		return writeStdout(o.Streams.Out, res.Files)
+	}
+}
+
+// NewVAPCommand returns `admitc vap`, the design document's shortcut for
+// `admitc compile --backend vap`.
+func NewVAPCommand(s Streams) *cobra.Command {
+	o := &CompileOptions{Streams: s, Backends: []string{"vap"}}
+	cmd := &cobra.Command{
+		Use:   "vap [flags]",
+		Short: "Print ValidatingAdmissionPolicies and bindings (compile --backend vap)",
+		Example: `  admitc vap --policies examples/policies/cel-policies.json --namespace shop > vap.yaml
+  kubectl apply -f vap.yaml`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if err := o.Complete(); err != nil {
+				return err
+			}
+			return o.Run()
+		},
+	}
+	o.Policies.add(cmd.Flags())
+	o.addScopeFlags(cmd.Flags())
+	return cmd
+}
+
+// NewWebhookConfigCommand returns `admitc webhook-config`, the design
+// document's shortcut for `admitc compile --backend webhook`.
+func NewWebhookConfigCommand(s Streams) *cobra.Command {
+	o := &CompileOptions{Streams: s, Backends: []string{"webhook"}}
+	cmd := &cobra.Command{
+		Use:   "webhook-config [flags]",
+		Short: "Print fail-safe Validating/MutatingWebhookConfigurations (compile --backend webhook)",
+		Long: `Prints the webhook configurations for admitc serve with fail-safe defaults:
+failurePolicy Ignore, sideEffects None, timeoutSeconds 5, matchPolicy
+Equivalent, a required namespaceSelector, rules that name resources. It
+refuses kube-system and the webhook's own namespace in the selector.`,
+		Example: `  admitc webhook-config --name admitc --service admitc --service-namespace admission-system \
+    --namespace shop --ca-bundle tls/ca.crt > webhooks.yaml`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if err := o.Complete(); err != nil {
+				return err
+			}
+			return o.Run()
+		},
+	}
+	o.Policies.add(cmd.Flags())
+	o.addScopeFlags(cmd.Flags())
+	o.Webhook.add(cmd.Flags(), false)
+	return cmd
+}
