@@ -22,6 +22,8 @@ unit:
 fuzz:
 	$(GO) test ./compiler -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime -run '^$$' -fuzz '^FuzzDecodeManifests$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./runtime -run '^$$' -fuzz '^FuzzDiff$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./runtime/server -run '^$$' -fuzz '^FuzzReview$$' -fuzztime $(FUZZTIME)
 
 ## golden: regenerate the golden files after a deliberate output change.
 golden:

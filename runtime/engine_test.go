@@ -337,3 +337,22 @@ func TestExampleManifestsDecide(t *testing.T) {
 }
 
 var _ = ir.Deny
+
+func TestCostBudgetStopsRunawayExpressions(t *testing.T) {
+	// Nested comprehensions over a large list exceed the API server's
+	// per-expression cost limit: the evaluation stops with an error (a
+	// violation under Fail) instead of hanging the request.
+	e := engineFromYAML(t, `policies:
+  - name: runaway
+    type: cel
+    variables:
+      - name: big
+        expression: "[0,1,2,3,4,5,6,7,8,9].map(a, [0,1,2,3,4,5,6,7,8,9].map(b, [0,1,2,3,4,5,6,7,8,9].map(c, [0,1,2,3,4,5,6,7,8,9].map(d, [0,1,2,3,4,5,6,7,8,9].map(e, [0,1,2,3,4,5,6,7,8,9].map(f, a+b+c+d+e+f))))))"
+    validations:
+      - expression: "size(variables.big) > 0"
+`)
+	res := admit(t, e, runtime.RequestFor(manifest(t, "manifests/good.json"), nil, "shop"))
+	require.Len(t, res.Violations, 1)
+	assert.True(t, res.Violations[0].Error)
+	assert.Contains(t, res.Violations[0].Message, "cost")
+}

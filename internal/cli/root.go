@@ -81,7 +81,7 @@ Exit codes: 0 success, 1 a check failed (denied, disagreement, stale output),
 var extraCommands []func(Streams) *cobra.Command
 
 func subcommands(s Streams) []*cobra.Command {
-	cmds := []*cobra.Command{NewTestCommand(s), NewCELCommand(s), NewCompileCommand(s), NewVAPCommand(s), NewWebhookConfigCommand(s)}
+	cmds := []*cobra.Command{NewTestCommand(s), NewCELCommand(s), NewCompileCommand(s), NewVAPCommand(s), NewWebhookConfigCommand(s), NewServeCommand(s), NewCertsCommand(s)}
 	for _, c := range extraCommands {
 		cmds = append(cmds, c(s))
 	}

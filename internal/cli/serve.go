@@ -1,0 +1,174 @@
+package cli
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	"github.com/admitc/admitc/runtime"
+	"github.com/admitc/admitc/runtime/server"
+)
+
+// ServeOptions are the options of `admitc serve`.
+type ServeOptions struct {
+	Streams
+	Policies        policyFlags
+	Cert, Key       string
+	ClientCA        string
+	Host            string
+	Port            int
+	NamespaceLabels string
+	ShutdownDelay   time.Duration
+	DrainTimeout    time.Duration
+
+	// Listening, when set, receives the address once the server listens (tests).
+	Listening func(net.Addr)
+}
+
+// NewServeCommand returns `admitc serve`.
+func NewServeCommand(s Streams) *cobra.Command {
+	o := &ServeOptions{Streams: s}
+	cmd := &cobra.Command{
+		Use:   "serve --cert FILE --key FILE [flags]",
+		Short: "Run the policies as an HTTPS admission webhook (/validate, /mutate)",
+		Long: `Serves admission.k8s.io/v1 AdmissionReviews over HTTPS (TLS 1.2 or newer) on
+/validate and /mutate, with /healthz, /readyz and /metrics. It runs the same
+decision code as admitc test.
+
+Policy files are watched: a valid change is swapped in atomically; an invalid
+one is refused, logged and counted, and the last good set keeps serving. The
+certificate and key are reloaded when their files change. On SIGTERM readiness
+turns false first, reviews in flight finish (bounded by --drain-timeout), then
+admitc exits 0. One JSON log line is written per review.
+
+Exit codes: 0 after a graceful shutdown, 2 when the policies do not compile or
+the certificate cannot be loaded at start-up.`,
+		Example: `  admitc certs --out tls --dns localhost --ip 127.0.0.1
+  admitc serve --policies examples/policies/policies.json --cert tls/tls.crt --key tls/tls.key --host 127.0.0.1 --port 8443`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+			defer stop()
+			return o.Run(ctx)
+		},
+	}
+	f := cmd.Flags()
+	o.Policies.add(f)
+	f.StringVar(&o.Cert, "cert", "", "serving certificate (PEM), reloaded when it changes")
+	f.StringVar(&o.Key, "key", "", "serving key (PEM), reloaded when it changes")
+	f.StringVar(&o.ClientCA, "client-ca", "", "require client certificates signed by this CA (the API server's client certificate)")
+	f.StringVar(&o.Host, "host", "0.0.0.0", "address to listen on")
+	f.IntVar(&o.Port, "port", 8443, "port to listen on")
+	f.StringVar(&o.NamespaceLabels, "namespace-labels", "", "YAML/JSON file mapping namespace names to their labels, for namespaceObject")
+	f.DurationVar(&o.ShutdownDelay, "shutdown-delay", 2*time.Second, "after SIGTERM, how long /readyz fails before the listener closes")
+	f.DurationVar(&o.DrainTimeout, "drain-timeout", 30*time.Second, "after SIGTERM, the longest wait for reviews in flight")
+	_ = cmd.MarkFlagRequired("cert")
+	_ = cmd.MarkFlagRequired("key")
+	return cmd
+}
+
+// Run serves until ctx is cancelled (SIGTERM), then drains and returns nil.
+func (o *ServeOptions) Run(ctx context.Context) error {
+	logger := slog.New(slog.NewJSONHandler(o.Err, nil))
+	engine, err := o.Policies.engine()
+	if err != nil {
+		return err
+	}
+	metrics := server.NewMetrics()
+	certs, err := server.NewCertSource(o.Cert, o.Key, func(c *x509.Certificate) {
+		metrics.CertExpiry.Set(float64(c.NotAfter.Unix()))
+	})
+	if err != nil {
+		return usageError(err)
+	}
+	cfg := server.Config{Engine: engine, Certs: certs, Logger: logger, Metrics: metrics}
+	if o.ClientCA != "" {
+		if cfg.ClientCAs, err = server.LoadCertPool(o.ClientCA); err != nil {
+			return usageError(err)
+		}
+	}
+	if o.NamespaceLabels != "" {
+		if cfg.NamespaceLabels, err = readNamespaceLabels(o.NamespaceLabels); err != nil {
+			return usageError(err)
+		}
+	}
+	srv := server.New(cfg)
+	l, err := net.Listen("tcp", net.JoinHostPort(o.Host, strconv.Itoa(o.Port)))
+	if err != nil {
+		return usageError(fmt.Errorf("listen: %w", err))
+	}
+	if err := o.watch(ctx, srv, certs, metrics, logger); err != nil {
+		l.Close()
+		return usageError(err)
+	}
+	logger.Info("serving", "phase", "start", "address", l.Addr().String(), "policies", len(engine.PolicySet().Policies))
+	if o.Listening != nil {
+		o.Listening(l.Addr())
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	drain, cancel := context.WithTimeout(context.Background(), o.ShutdownDelay+o.DrainTimeout)
+	defer cancel()
+	if err := srv.Shutdown(drain, o.ShutdownDelay); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	logger.Info("stopped", "phase", "shutdown")
+	return <-errc
+}
+
+// watch reloads policies and the certificate when their files change.
+func (o *ServeOptions) watch(ctx context.Context, srv *server.Server, certs *server.CertSource, m *server.Metrics, logger *slog.Logger) error {
+	if len(o.Policies.Paths) > 0 {
+		err := server.Watch(ctx, o.Policies.Paths, logger, func() {
+			engine, err := o.Policies.engine()
+			if err != nil {
+				m.Reloads.WithLabelValues("failure").Inc()
+				logger.Error("policy reload refused; the last good policies keep serving", "phase", "reload", "error", err.Error())
+				return
+			}
+			srv.Swap(engine)
+			m.Reloads.WithLabelValues("success").Inc()
+			logger.Info("policies reloaded", "phase", "reload", "policies", len(engine.PolicySet().Policies))
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return server.Watch(ctx, certs.Files(), logger, func() {
+		if err := certs.Reload(); err != nil {
+			logger.Error("certificate reload failed; the current certificate keeps serving", "phase", "reload", "error", err.Error())
+			return
+		}
+		logger.Info("certificate reloaded", "phase", "reload")
+	})
+}
+
+func readNamespaceLabels(file string) (map[string]map[string]string, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("read --namespace-labels: %w", err)
+	}
+	var out map[string]map[string]string
+	if err := yaml.UnmarshalStrict(data, &out); err != nil {
+		return nil, fmt.Errorf("--namespace-labels %s: want a map of namespace name to labels: %w", file, err)
+	}
+	return out, nil
+}
+
+var _ = runtime.Request{}

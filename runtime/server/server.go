@@ -1,0 +1,285 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/admitc/admitc/runtime"
+)
+
+// Config configures a Server.
+type Config struct {
+	// Engine is the initial policy set; Swap replaces it.
+	Engine *runtime.Engine
+	// Certs serves the TLS certificate (reloadable).
+	Certs *CertSource
+	// ClientCAs, when set, requires and verifies client certificates.
+	ClientCAs *CertPool
+	// NamespaceLabels gives namespaceObject labels by namespace name.
+	NamespaceLabels map[string]map[string]string
+	Logger          *slog.Logger
+	Metrics         *Metrics
+	// ReviewTimeout bounds a review when the API server sends no timeout.
+	ReviewTimeout time.Duration
+	// ReadHeaderTimeout and IdleTimeout cut off slow and idle clients
+	// (defaults 5s and 90s).
+	ReadHeaderTimeout, IdleTimeout time.Duration
+}
+
+// Server is the admission webhook.
+type Server struct {
+	cfg    Config
+	engine atomic.Pointer[runtime.Engine]
+	ready  atomic.Bool
+	http   *http.Server
+	// inflight counts reviews being answered, for the log.
+	inflight atomic.Int64
+	// busy counts connections that are new or serving a request: the drain
+	// waits for it to reach zero.
+	conns    connTracker
+	listener atomic.Pointer[net.Listener]
+	draining atomic.Bool
+}
+
+// New returns a server for cfg; call Serve to start it.
+func New(cfg Config) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics()
+	}
+	if cfg.ReviewTimeout == 0 {
+		cfg.ReviewTimeout = 10 * time.Second
+	}
+	if cfg.ReadHeaderTimeout == 0 {
+		cfg.ReadHeaderTimeout = 5 * time.Second
+	}
+	if cfg.IdleTimeout == 0 {
+		cfg.IdleTimeout = 90 * time.Second
+	}
+	s := &Server{cfg: cfg}
+	s.engine.Store(cfg.Engine)
+	mux := http.NewServeMux()
+	mux.Handle("/validate", s.reviewHandler(PhaseValidate))
+	mux.Handle("/mutate", s.reviewHandler(PhaseMutate))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { writeText(w, http.StatusOK, "ok") })
+	mux.HandleFunc("/readyz", s.readyz)
+	mux.Handle("/metrics", promhttp.HandlerFor(cfg.Metrics.Registry, promhttp.HandlerOpts{}))
+	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: cfg.Certs.GetCertificate}
+	if cfg.ClientCAs != nil {
+		tlsCfg.ClientAuth = tls.RequireAndVerifyClientCert
+		tlsCfg.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			c := tlsCfg.Clone()
+			c.GetConfigForClient = nil
+			c.ClientCAs = cfg.ClientCAs.Pool()
+			return c, nil
+		}
+	}
+	s.http = &http.Server{
+		Handler:           mux,
+		TLSConfig:         tlsCfg,
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		ReadTimeout:       15 * time.Second,
+		WriteTimeout:      35 * time.Second,
+		IdleTimeout:       cfg.IdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
+		ConnState:         s.conns.track,
+	}
+	return s
+}
+
+// Swap replaces the policy set atomically: reviews in flight finish with
+// the set they started with.
+func (s *Server) Swap(e *runtime.Engine) { s.engine.Store(e) }
+
+// Engine returns the policy set being served.
+func (s *Server) Engine() *runtime.Engine { return s.engine.Load() }
+
+// Serve accepts HTTPS connections on l until Shutdown; it marks the server
+// ready once it is listening.
+func (s *Server) Serve(l net.Listener) error {
+	s.listener.Store(&l)
+	s.ready.Store(true)
+	err := s.http.ServeTLS(l, "", "")
+	if errors.Is(err, http.ErrServerClosed) || s.draining.Load() {
+		return nil
+	}
+	return err
+}
+
+// Shutdown drains the server without dropping a request it accepted:
+// readiness turns false, and after delay (for endpoints to drop the pod) the
+// listener closes, keep-alives stop, and every connection that is new or
+// serving a request is waited for, bounded by ctx. (http.Server.Shutdown
+// alone would discard a request read after it started.)
+func (s *Server) Shutdown(ctx context.Context, delay time.Duration) error {
+	s.ready.Store(false)
+	s.cfg.Logger.Info("shutting down", "phase", "shutdown", "inflight", s.inflight.Load(), "delay", delay.String())
+	select {
+	case <-time.After(delay):
+	case <-ctx.Done():
+	}
+	s.draining.Store(true)
+	if l := s.listener.Load(); l != nil {
+		(*l).Close()
+	}
+	s.http.SetKeepAlivesEnabled(false)
+	for s.conns.busy() > 0 {
+		select {
+		case <-ctx.Done():
+			return s.http.Close()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return s.http.Shutdown(ctx)
+}
+
+func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
+	if !s.ready.Load() {
+		writeText(w, http.StatusServiceUnavailable, "shutting down")
+		return
+	}
+	writeText(w, http.StatusOK, "ok")
+}
+
+func writeText(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(code)
+	_, _ = w.Write([]byte(msg + "\n"))
+}
+
+func (s *Server) reviewHandler(phase Phase) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.inflight.Add(1)
+		defer s.inflight.Add(-1)
+		start := time.Now()
+		entry := logEntry{phase: phase}
+		defer func() {
+			if p := recover(); p != nil {
+				entry.verdict, entry.err = "error", "internal error"
+				s.cfg.Logger.Error("panic answering review", "phase", phase, "panic", p)
+				writeText(w, http.StatusInternalServerError, "internal error")
+			}
+			s.observe(entry, time.Since(start))
+		}()
+		resp, herr := s.review(r, phase, &entry)
+		if herr != nil {
+			entry.verdict, entry.err = "error", herr.msg
+			writeText(w, herr.code, herr.msg)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(resp)
+	})
+}
+
+func (s *Server) review(r *http.Request, phase Phase, entry *logEntry) (*admissionv1.AdmissionReview, *httpError) {
+	review, err := readReview(r)
+	if err != nil {
+		return nil, asHTTPError(err)
+	}
+	entry.fromRequest(review.Request)
+	req, err := toRequest(review.Request, s.cfg.NamespaceLabels)
+	if err != nil {
+		return nil, asHTTPError(err)
+	}
+	ctx, cancel := reviewDeadline(r.Context(), r, s.cfg.ReviewTimeout)
+	defer cancel()
+	res, err := decide(ctx, s.engine.Load(), phase, req)
+	if err != nil {
+		return nil, asHTTPError(err)
+	}
+	resp, err := res.Response(review.Request.UID, phase == PhaseMutate)
+	if err != nil {
+		return nil, asHTTPError(err)
+	}
+	entry.fromResult(res, resp)
+	return &admissionv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: resp}, nil
+}
+
+func asHTTPError(err error) *httpError {
+	var h *httpError
+	if errors.As(err, &h) {
+		return h
+	}
+	return &httpError{code: http.StatusInternalServerError, msg: err.Error()}
+}
+
+// logEntry is one review's log line.
+type logEntry struct {
+	phase                          Phase
+	kind, namespace, name, op, usr string
+	subresource                    string
+	dryRun                         bool
+	verdict, err                   string
+	fired                          []string
+	violations                     []runtime.Violation
+}
+
+func (e *logEntry) fromRequest(ar *admissionv1.AdmissionRequest) {
+	e.kind, e.namespace, e.name, e.op, e.usr = ar.Kind.Kind, ar.Namespace, ar.Name, string(ar.Operation), ar.UserInfo.Username
+	e.subresource = ar.SubResource
+	e.dryRun = ar.DryRun != nil && *ar.DryRun
+}
+
+func (e *logEntry) fromResult(res *runtime.Result, resp *admissionv1.AdmissionResponse) {
+	e.fired, e.violations = res.Fired, res.Violations
+	switch {
+	case !resp.Allowed:
+		e.verdict = "denied"
+	case len(resp.Warnings) > 0:
+		e.verdict = "warned"
+	case len(resp.Patch) > 0:
+		e.verdict = "patched"
+	default:
+		e.verdict = "allowed"
+	}
+}
+
+func (s *Server) observe(e logEntry, d time.Duration) {
+	m := s.cfg.Metrics
+	m.Reviews.WithLabelValues(string(e.phase), e.verdict).Inc()
+	m.Duration.WithLabelValues(string(e.phase), strconv.FormatBool(e.verdict == "denied")).Observe(d.Seconds())
+	for _, v := range e.violations {
+		for _, a := range v.Actions {
+			m.Violations.WithLabelValues(v.Policy, string(a)).Inc()
+		}
+	}
+	attrs := []any{"phase", e.phase, "kind", e.kind, "object", objectRef(e.namespace, e.name), "operation", e.op,
+		"user", e.usr, "dryRun", e.dryRun, "verdict", e.verdict, "policies", firedOrEmpty(e.fired), "durationMs", float64(d.Microseconds()) / 1000}
+	if e.subresource != "" {
+		attrs = append(attrs, "subresource", e.subresource)
+	}
+	if e.err != "" {
+		attrs = append(attrs, "error", e.err)
+	}
+	s.cfg.Logger.Info("review", attrs...)
+}
+
+func objectRef(ns, name string) string {
+	if ns == "" {
+		return name
+	}
+	return ns + "/" + name
+}
+
+func firedOrEmpty(f []string) []string {
+	if f == nil {
+		return []string{}
+	}
+	return f
+}
+
