@@ -282,4 +282,3 @@ func firedOrEmpty(f []string) []string {
 	}
 	return f
 }
-
