@@ -3,7 +3,7 @@ GO        ?= go
 FUZZTIME  ?= 10s
 BENCHTIME ?= 1s
 
-.PHONY: all build test unit fuzz golden bench e2e lint clean
+.PHONY: all build test unit fuzz golden bench load soak e2e clean
 
 all: build
 
@@ -32,6 +32,14 @@ golden:
 ## bench: the benchmarks, side by side.
 bench:
 	$(GO) test ./... -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME)
+
+## load: admitc serve vs a stdlib HTTPS echo baseline, side by side, on loopback (RATE, DURATION).
+load:
+	RATE=$${RATE:-2000} DURATION=$${DURATION:-10s} test/load/run.sh
+
+## soak: a 60-second steady run; fails on any non-2xx answer; reports RSS at start and end.
+soak:
+	RATE=$${RATE:-500} DURATION=60s test/load/run.sh
 
 clean:
 	rm -rf bin

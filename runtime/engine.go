@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,11 +24,14 @@ import (
 type Engine struct {
 	set      *ir.PolicySet
 	compiled []*celenv.CompiledPolicy
+	// usesNamespace is true when some expression reads namespaceObject;
+	// otherwise building it (a conversion per evaluation) is skipped.
+	usesNamespace bool
 }
 
 // NewEngine compiles every policy of set for evaluation.
 func NewEngine(set *ir.PolicySet) (*Engine, error) {
-	e := &Engine{set: set}
+	e := &Engine{set: set, usesNamespace: mentions(set, "namespaceObject")}
 	for i := range set.Policies {
 		c, err := celenv.Compile(&set.Policies[i])
 		if err != nil {
@@ -48,6 +52,14 @@ type evaluation struct {
 	req  *Request
 	attr *admission.VersionedAttributes
 	ns   *corev1.Namespace
+}
+
+func (e *Engine) newEvaluation(req *Request, obj *unstructured.Unstructured) *evaluation {
+	ev := newEvaluation(req, obj)
+	if !e.usesNamespace {
+		ev.ns = nil
+	}
+	return ev
 }
 
 func newEvaluation(req *Request, obj *unstructured.Unstructured) *evaluation {
@@ -121,7 +133,7 @@ func (e *Engine) Admit(ctx context.Context, req *Request) (*Result, error) {
 // Validate runs every matching validating policy on req.Object.
 func (e *Engine) Validate(ctx context.Context, req *Request) (*Result, error) {
 	res := &Result{Object: req.Object}
-	ev := newEvaluation(req, req.Object)
+	ev := e.newEvaluation(req, req.Object)
 	for i := range e.set.Policies {
 		p := &e.set.Policies[i]
 		if p.Kind != ir.Validating || !Matches(p, req) {
@@ -166,13 +178,14 @@ func (e *Engine) validateOne(ctx context.Context, ev *evaluation, p *ir.Policy, 
 
 // Mutate runs every matching mutating policy on req.Object, in order, each
 // seeing the previous ones' result. The returned result's Object is the
-// mutated copy; req.Object is not changed.
+// mutated copy; req.Object is not changed (the upstream patchers return new
+// objects and never modify their input).
 func (e *Engine) Mutate(ctx context.Context, req *Request) (*Result, error) {
 	res := &Result{Object: req.Object}
 	if req.Object == nil {
 		return res, nil
 	}
-	current := req.Object.DeepCopy()
+	current := req.Object
 	for i := range e.set.Policies {
 		p := &e.set.Policies[i]
 		if p.Kind != ir.Mutating || !Matches(p, req) {
@@ -188,6 +201,9 @@ func (e *Engine) Mutate(ctx context.Context, req *Request) (*Result, error) {
 			}
 			continue
 		}
+		if next == current {
+			continue
+		}
 		ops, err := Diff(current, next)
 		if err != nil {
 			return nil, err
@@ -199,6 +215,9 @@ func (e *Engine) Mutate(ctx context.Context, req *Request) (*Result, error) {
 		current = next
 	}
 	res.Object = current
+	if current == req.Object {
+		return res, nil
+	}
 	patch, err := Diff(req.Object, current)
 	if err != nil {
 		return nil, err
@@ -208,7 +227,7 @@ func (e *Engine) Mutate(ctx context.Context, req *Request) (*Result, error) {
 }
 
 func (e *Engine) mutateOne(ctx context.Context, req *Request, obj *unstructured.Unstructured, p *ir.Policy, c *celenv.CompiledPolicy) (*unstructured.Unstructured, error) {
-	ev := newEvaluation(req, obj)
+	ev := e.newEvaluation(req, obj)
 	params, found := ev.params(p)
 	if !found {
 		if p.ParamRef != nil && p.ParamRef.ParameterNotFoundAction == ir.ParamAllow {
@@ -247,4 +266,33 @@ func (e *Engine) mutateOne(ctx context.Context, req *Request, obj *unstructured.
 		obj = u
 	}
 	return obj, nil
+}
+
+// mentions reports whether any expression of the set contains name. It is
+// conservative: a mention inside a string literal also counts.
+func mentions(set *ir.PolicySet, name string) bool {
+	for _, p := range set.Policies {
+		var exprs []string
+		for _, v := range p.Variables {
+			exprs = append(exprs, v.Expression)
+		}
+		for _, m := range p.MatchConditions {
+			exprs = append(exprs, m.Expression)
+		}
+		for _, v := range p.Validations {
+			exprs = append(exprs, v.Expression, v.MessageExpression)
+		}
+		for _, a := range p.AuditAnnotations {
+			exprs = append(exprs, a.ValueExpression)
+		}
+		for _, m := range p.Mutations {
+			exprs = append(exprs, m.Expression)
+		}
+		for _, x := range exprs {
+			if strings.Contains(x, name) {
+				return true
+			}
+		}
+	}
+	return false
 }

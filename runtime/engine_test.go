@@ -356,3 +356,18 @@ func TestCostBudgetStopsRunawayExpressions(t *testing.T) {
 	assert.True(t, res.Violations[0].Error)
 	assert.Contains(t, res.Violations[0].Message, "cost")
 }
+
+func TestNamespaceObject(t *testing.T) {
+	e := engineFromYAML(t, `policies:
+  - name: tier
+    type: cel
+    validations:
+      - expression: "namespaceObject.metadata.labels['tier'] != 'prod' || object.spec.containers.all(c, has(c.resources) && has(c.resources.limits))"
+        messageExpression: "'namespace ' + namespaceObject.metadata.name + ' is prod: set limits'"
+`)
+	req := runtime.RequestFor(manifest(t, "manifests/no-limit.json"), nil, "shop")
+	req.NamespaceLabels = map[string]string{"tier": "prod"}
+	assert.Equal(t, []string{"[tier] namespace shop is prod: set limits"}, admit(t, e, req).Denials())
+	req.NamespaceLabels = map[string]string{"tier": "dev"}
+	assert.True(t, admit(t, e, req).Allowed())
+}

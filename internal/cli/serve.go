@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strconv"
 	"syscall"
 	"time"
@@ -81,6 +82,7 @@ the certificate cannot be loaded at start-up.`,
 // Run serves until ctx is cancelled (SIGTERM), then drains and returns nil.
 func (o *ServeOptions) Run(ctx context.Context) error {
 	logger := slog.New(slog.NewJSONHandler(o.Err, nil))
+	tuneGC()
 	engine, err := o.Policies.engine()
 	if err != nil {
 		return err
@@ -172,3 +174,12 @@ func readNamespaceLabels(file string) (map[string]map[string]string, error) {
 }
 
 var _ = runtime.Request{}
+
+// tuneGC trades memory for CPU: a review allocates a few hundred KiB of
+// short-lived CEL values while the live heap stays small, so collecting less
+// often frees a large share of the CPU. GOGC in the environment wins.
+func tuneGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
+}

@@ -29,7 +29,7 @@ func FuzzReview(f *testing.F) {
 		f.Fatal(err)
 	}
 	s := New(Config{Engine: e})
-	if seed, err := os.ReadFile("../../examples/more/review-pod.json"); err == nil {
+	if seed, err := os.ReadFile("../../examples/reviews/review-pod.json"); err == nil {
 		f.Add(seed)
 	}
 	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"1","operation":"DELETE"}}`))
