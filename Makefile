@@ -11,7 +11,7 @@ build:
 	$(GO) build -o bin/admitc ./cmd/admitc
 
 ## test: every test: unit and golden tests, short fuzz runs, and the e2e suite.
-test: unit fuzz
+test: unit fuzz e2e
 
 ## unit: unit, CLI and golden tests (race detector off: the upstream CEL code is slow under it).
 unit:
@@ -24,6 +24,11 @@ fuzz:
 	$(GO) test ./runtime -run '^$$' -fuzz '^FuzzDecodeManifests$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime -run '^$$' -fuzz '^FuzzDiff$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/server -run '^$$' -fuzz '^FuzzReview$$' -fuzztime $(FUZZTIME)
+
+## e2e: the suite against a real kube-apiserver and etcd on loopback (built once per machine, ~15 min cold).
+e2e:
+	test/e2e/build-binaries.sh
+	cd test/e2e && $(GO) test -tags e2e -count=1 -timeout 30m -v .
 
 ## golden: regenerate the golden files after a deliberate output change.
 golden:
