@@ -113,6 +113,9 @@ does not compile or a backend cannot express it.`,
 	f.BoolVar(&o.WithIR, "ir", false, "also write ir.json, the compiled intermediate representation")
 	o.Webhook.add(f, true)
 	cmd.MarkFlagsMutuallyExclusive("out", "check")
+	_ = cmd.RegisterFlagCompletionFunc("backend", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return append([]string{"all"}, generate.Names()...), cobra.ShellCompDirectiveNoFileComp
+	})
 	return cmd
 }
 

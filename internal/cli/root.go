@@ -74,7 +74,23 @@ Exit codes: 0 success, 1 a check failed (denied, disagreement, stale output),
 	for _, c := range subcommands(s) {
 		root.AddCommand(c)
 	}
+	addCompletionExamples(root)
 	return root
+}
+
+// addCompletionExamples gives cobra's completion commands examples, like
+// every other command.
+func addCompletionExamples(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() != "completion" {
+			continue
+		}
+		c.Example = "  # Load completion into the current bash session\n  source <(admitc completion bash)"
+		for _, shell := range c.Commands() {
+			shell.Example = fmt.Sprintf("  admitc completion %s > admitc-completion.%s", shell.Name(), shell.Name())
+		}
+	}
 }
 
 // extraCommands are added by optional builds (the Kyverno compare engine).
