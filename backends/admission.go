@@ -64,3 +64,36 @@ func MatchConditions(mcs []ir.NamedExpression) []admissionregistrationv1.MatchCo
 	}
 	return out
 }
+
+// Variables converts the IR's variables.
+func Variables(vs []ir.NamedExpression) []admissionregistrationv1.Variable {
+	var out []admissionregistrationv1.Variable
+	for _, v := range vs {
+		out = append(out, admissionregistrationv1.Variable{Name: v.Name, Expression: v.Expression})
+	}
+	return out
+}
+
+// Validations converts the IR's validations.
+func Validations(vs []ir.Validation) []admissionregistrationv1.Validation {
+	var out []admissionregistrationv1.Validation
+	for _, v := range vs {
+		out = append(out, admissionregistrationv1.Validation{Expression: v.Expression, Message: v.Message, MessageExpression: v.MessageExpression})
+	}
+	return out
+}
+
+// AuditAnnotations converts the IR's audit annotations.
+func AuditAnnotations(as []ir.AuditAnnotation) []admissionregistrationv1.AuditAnnotation {
+	var out []admissionregistrationv1.AuditAnnotation
+	for _, a := range as {
+		out = append(out, admissionregistrationv1.AuditAnnotation{Key: a.Key, ValueExpression: a.ValueExpression})
+	}
+	return out
+}
+
+// FailurePolicy converts the IR's failure policy.
+func FailurePolicy(f ir.FailurePolicy) *admissionregistrationv1.FailurePolicyType {
+	fp := admissionregistrationv1.FailurePolicyType(f)
+	return &fp
+}

@@ -63,9 +63,9 @@ type Output struct {
 type Backend interface {
 	// Name is the backend's name on the command line and its output file's stem.
 	Name() string
-	// Accepts reports whether the backend expresses p; a policy that no
-	// selected backend accepts is reported, never dropped.
-	Accepts(p *ir.Policy) bool
+	// Rejects says why the backend cannot express p, or "" when it can; a
+	// policy that every selected backend rejects is reported, never dropped.
+	Rejects(p *ir.Policy) string
 	// Generate emits the objects for set, or diagnostics for what it cannot express.
 	Generate(set *ir.PolicySet, opts Options) (Output, diag.Diagnostics)
 }

@@ -27,12 +27,16 @@ func (r *reader) lower(d *policyDecl) {
 		case TypeImageDigest:
 			vars, v = lowerDigest(o)
 		case TypeAllowedRegistries:
-			vars, v = lowerRegistries(r.requiredList(obj, "registries", "the registries images may come from, e.g. [registry.k8s.io]"), o)
+			registries := r.requiredList(obj, "registries", "the registries images may come from, e.g. [registry.k8s.io]")
+			p.Parameters = &ir.Parameters{Registries: registries}
+			vars, v = lowerRegistries(registries, o)
 		}
 		p.Variables = append(podVariables(d.kinds, o), vars...)
 		p.Validations = []ir.Validation{v}
 	case TypeRequiredLabels:
-		vars, v := lowerRequiredLabels(d.kinds, r.requiredList(obj, "labels", "the label keys every pod must carry, e.g. [team]"), o)
+		labels := r.requiredList(obj, "labels", "the label keys every pod must carry, e.g. [team]")
+		p.Parameters = &ir.Parameters{Labels: labels}
+		vars, v := lowerRequiredLabels(d.kinds, labels, o)
 		p.Variables, p.Validations = vars, []ir.Validation{v}
 	case TypeNoHostPath:
 		paths, origins, _ := obj.strList("allowedPaths")
@@ -41,11 +45,13 @@ func (r *reader) lower(d *policyDecl) {
 				r.errorf(origins[i], "allowed path %q must be absolute", path)
 			}
 		}
+		p.Parameters = &ir.Parameters{AllowedPaths: paths}
 		vars, v := lowerNoHostPath(paths, o)
 		p.Variables = append(podVariables(d.kinds, o)[:2], vars...)
 		p.Validations = []ir.Validation{v}
 	case TypeDefaultRequests:
 		requests := r.readRequests(obj)
+		p.Parameters = &ir.Parameters{Requests: requests}
 		p.Variables = []ir.NamedExpression{
 			podVariables(d.kinds, o)[0],
 			{Name: "specPointer", Expression: byKind(d.kinds, func(k ir.WorkloadKind) string { return celString(pointer(k.PodSpecPath)) }), Origin: o},
@@ -53,6 +59,7 @@ func (r *reader) lower(d *policyDecl) {
 		p.Mutations = []ir.Mutation{lowerDefaultRequests(requests, o)}
 	case TypeAddLabels:
 		labels := r.readLabels(obj)
+		p.Parameters = &ir.Parameters{SetLabels: labels}
 		cond, m := lowerAddLabels(labels, o)
 		p.MatchConditions, p.Mutations = []ir.NamedExpression{cond}, []ir.Mutation{m}
 	case TypeCEL:

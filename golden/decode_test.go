@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"fmt"
 
+	kpolv1 "github.com/kyverno/api/api/policies.kyverno.io/v1"
+	kyvernov1 "github.com/kyverno/kyverno/api/kyverno/v1"
+
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	admissionregistrationv1beta1 "k8s.io/api/admissionregistration/v1beta1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -40,6 +43,12 @@ func typed(apiVersion, kind string) (any, error) {
 		return &appsv1.Deployment{}, nil
 	case "policy/v1/PodDisruptionBudget":
 		return &policyv1.PodDisruptionBudget{}, nil
+	case "kyverno.io/v1/ClusterPolicy":
+		return &kyvernov1.ClusterPolicy{}, nil
+	case "policies.kyverno.io/v1/ValidatingPolicy":
+		return &kpolv1.ValidatingPolicy{}, nil
+	case "policies.kyverno.io/v1/MutatingPolicy":
+		return &kpolv1.MutatingPolicy{}, nil
 	}
 	return nil, fmt.Errorf("unexpected object %s %s", apiVersion, kind)
 }

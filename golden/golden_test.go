@@ -17,7 +17,10 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files")
 
 // outputs are the files a case may hold besides its inputs.
-var outputs = []string{"ir.json", "vap.yaml", "map.yaml", "webhook.yaml", "test.txt", "errors.txt"}
+var outputs = []string{"ir.json", "vap.yaml", "map.yaml", "webhook.yaml", "kyverno.yaml", "kyverno-cel.yaml", "kyverno-cel-errors.txt", "test.txt", "errors.txt"}
+
+// yamlOutputs are the files decoded strictly into typed objects.
+var yamlOutputs = []string{"vap.yaml", "map.yaml", "webhook.yaml", "kyverno.yaml", "kyverno-cel.yaml"}
 
 // The manifests every non-error case is tested against.
 var manifests = []string{"examples/manifests", "examples/more"}
@@ -56,10 +59,19 @@ func runCase(t *testing.T, dir string) {
 	switch code {
 	case cli.ExitOK:
 		require.Empty(t, stdout)
-		for _, name := range outputs[:4] {
+		for _, name := range yamlOutputs[:4] {
 			if data, err := os.ReadFile(filepath.Join(out, name)); err == nil {
 				got[name] = data
 			}
+		}
+		if data, err := os.ReadFile(filepath.Join(out, "ir.json")); err == nil {
+			got["ir.json"] = data
+		}
+		celArgs := append([]string{"compile", "--policies", input, "--backend", "kyverno-cel"}, flags(t, dir, "compile.flags")...)
+		if stdout, stderr, code := run(celArgs...); code == cli.ExitOK {
+			got["kyverno-cel.yaml"] = []byte(stdout)
+		} else {
+			got["kyverno-cel-errors.txt"] = []byte(stderr)
 		}
 		testArgs := append(append([]string{"test", "--policies", input}, flags(t, dir, "test.flags")...), manifests...)
 		stdout, stderr, code = run(testArgs...)
@@ -73,7 +85,7 @@ func runCase(t *testing.T, dir string) {
 	for _, name := range outputs {
 		compare(t, filepath.Join(dir, name), got[name])
 	}
-	for _, name := range []string{"vap.yaml", "map.yaml", "webhook.yaml"} {
+	for _, name := range yamlOutputs {
 		if len(got[name]) > 0 {
 			assert.NoError(t, decodeStrict(got[name]), name)
 		}

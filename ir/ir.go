@@ -105,6 +105,23 @@ type Policy struct {
 	Validations        []Validation       `json:"validations,omitempty"`
 	AuditAnnotations   []AuditAnnotation  `json:"auditAnnotations,omitempty"`
 	Mutations          []Mutation         `json:"mutations,omitempty"`
+	// Parameters are a built-in type's own settings, kept beside the CEL they
+	// were lowered to so a backend can use a native idiom where one exists.
+	Parameters *Parameters `json:"parameters,omitempty"`
+}
+
+// Parameters are the settings of a built-in policy type.
+type Parameters struct {
+	// Labels are required label keys (required-labels).
+	Labels []string `json:"labels,omitempty"`
+	// SetLabels are labels to set (add-labels).
+	SetLabels map[string]string `json:"setLabels,omitempty"`
+	// Requests are requests to add (default-requests).
+	Requests map[string]string `json:"requests,omitempty"`
+	// Registries are allowed registries (allowed-registries).
+	Registries []string `json:"registries,omitempty"`
+	// AllowedPaths are allowed hostPath prefixes (no-host-path).
+	AllowedPaths []string `json:"allowedPaths,omitempty"`
 }
 
 // Match selects the requests a policy judges.

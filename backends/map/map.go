@@ -31,8 +31,13 @@ var _ backends.Backend = Backend{}
 // Name implements backends.Backend.
 func (Backend) Name() string { return "map" }
 
-// Accepts implements backends.Backend: mutating policies only.
-func (Backend) Accepts(p *ir.Policy) bool { return p.Kind == ir.Mutating }
+// Rejects implements backends.Backend: mutating policies only.
+func (Backend) Rejects(p *ir.Policy) string {
+	if p.Kind != ir.Mutating {
+		return "a MutatingAdmissionPolicy does not validate (add --backend vap, webhook or kyverno)"
+	}
+	return ""
+}
 
 // Generate implements backends.Backend.
 func (Backend) Generate(set *ir.PolicySet, opts backends.Options) (backends.Output, diag.Diagnostics) {
@@ -64,20 +69,17 @@ func (Backend) Generate(set *ir.PolicySet, opts backends.Options) (backends.Outp
 
 // Policy returns the v1 MutatingAdmissionPolicy for p.
 func Policy(p *ir.Policy) *admissionregistrationv1.MutatingAdmissionPolicy {
-	fp := admissionregistrationv1.FailurePolicyType(p.FailurePolicy)
 	rp := admissionregistrationv1.ReinvocationPolicyType(p.ReinvocationPolicy)
 	spec := admissionregistrationv1.MutatingAdmissionPolicySpec{
 		MatchConstraints:   backends.MatchResources(backends.RulesFor([]*ir.Policy{p}, true)),
-		FailurePolicy:      &fp,
+		FailurePolicy:      backends.FailurePolicy(p.FailurePolicy),
 		ReinvocationPolicy: rp,
 		MatchConditions:    backends.MatchConditions(p.MatchConditions),
 	}
 	if p.ParamKind != nil {
 		spec.ParamKind = &admissionregistrationv1.ParamKind{APIVersion: p.ParamKind.APIVersion, Kind: p.ParamKind.Kind}
 	}
-	for _, v := range p.Variables {
-		spec.Variables = append(spec.Variables, admissionregistrationv1.Variable{Name: v.Name, Expression: v.Expression})
-	}
+	spec.Variables = backends.Variables(p.Variables)
 	for _, m := range p.Mutations {
 		spec.Mutations = append(spec.Mutations, admissionregistrationv1.Mutation{
 			PatchType: admissionregistrationv1.PatchTypeJSONPatch,

@@ -25,10 +25,15 @@ var _ backends.Backend = Backend{}
 // Name implements backends.Backend.
 func (Backend) Name() string { return "vap" }
 
-// Accepts implements backends.Backend: a ValidatingAdmissionPolicy cannot
+// Rejects implements backends.Backend: a ValidatingAdmissionPolicy cannot
 // change an object, so mutating policies are left to other backends (and
 // reported when no selected backend takes them).
-func (Backend) Accepts(p *ir.Policy) bool { return p.Kind == ir.Validating }
+func (Backend) Rejects(p *ir.Policy) string {
+	if p.Kind != ir.Validating {
+		return "a ValidatingAdmissionPolicy cannot change objects (add --backend map, webhook or kyverno)"
+	}
+	return ""
+}
 
 // Generate implements backends.Backend: a policy and a binding per
 // validating policy, in IR order.
@@ -57,11 +62,11 @@ func Policy(p *ir.Policy) *admissionregistrationv1.ValidatingAdmissionPolicy {
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			ParamKind:        paramKind(p),
 			MatchConstraints: backends.MatchResources(backends.RulesFor([]*ir.Policy{p}, true)),
-			Validations:      validations(p),
-			FailurePolicy:    failurePolicy(p.FailurePolicy),
-			AuditAnnotations: auditAnnotations(p),
+			Validations:      backends.Validations(p.Validations),
+			FailurePolicy:    backends.FailurePolicy(p.FailurePolicy),
+			AuditAnnotations: backends.AuditAnnotations(p.AuditAnnotations),
 			MatchConditions:  backends.MatchConditions(p.MatchConditions),
-			Variables:        variables(p.Variables),
+			Variables:        backends.Variables(p.Variables),
 		},
 	}
 }
@@ -93,33 +98,4 @@ func paramKind(p *ir.Policy) *admissionregistrationv1.ParamKind {
 		return nil
 	}
 	return &admissionregistrationv1.ParamKind{APIVersion: p.ParamKind.APIVersion, Kind: p.ParamKind.Kind}
-}
-
-func failurePolicy(f ir.FailurePolicy) *admissionregistrationv1.FailurePolicyType {
-	fp := admissionregistrationv1.FailurePolicyType(f)
-	return &fp
-}
-
-func variables(vs []ir.NamedExpression) []admissionregistrationv1.Variable {
-	var out []admissionregistrationv1.Variable
-	for _, v := range vs {
-		out = append(out, admissionregistrationv1.Variable{Name: v.Name, Expression: v.Expression})
-	}
-	return out
-}
-
-func validations(p *ir.Policy) []admissionregistrationv1.Validation {
-	var out []admissionregistrationv1.Validation
-	for _, v := range p.Validations {
-		out = append(out, admissionregistrationv1.Validation{Expression: v.Expression, Message: v.Message, MessageExpression: v.MessageExpression})
-	}
-	return out
-}
-
-func auditAnnotations(p *ir.Policy) []admissionregistrationv1.AuditAnnotation {
-	var out []admissionregistrationv1.AuditAnnotation
-	for _, a := range p.AuditAnnotations {
-		out = append(out, admissionregistrationv1.AuditAnnotation{Key: a.Key, ValueExpression: a.ValueExpression})
-	}
-	return out
 }

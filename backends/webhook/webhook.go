@@ -43,8 +43,8 @@ var _ backends.Backend = Backend{}
 // Name implements backends.Backend.
 func (Backend) Name() string { return "webhook" }
 
-// Accepts implements backends.Backend: the webhook runs every policy.
-func (Backend) Accepts(*ir.Policy) bool { return true }
+// Rejects implements backends.Backend: the webhook runs every policy.
+func (Backend) Rejects(*ir.Policy) string { return "" }
 
 // Generate implements backends.Backend.
 func (Backend) Generate(set *ir.PolicySet, opts backends.Options) (backends.Output, diag.Diagnostics) {

@@ -31,7 +31,7 @@ func TestCompileOutAndCheck(t *testing.T) {
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	assert.Equal(t, []string{"map.yaml", "webhook.yaml"}, names, "no vap.yaml: the set has no validating policy")
+	assert.Equal(t, []string{"kyverno.yaml", "map.yaml", "webhook.yaml"}, names, "no vap.yaml: the set has no validating policy")
 
 	out, stderr, code := run(t, append(args, "--check", dir)...)
 	assert.Equal(t, ExitOK, code, stderr)

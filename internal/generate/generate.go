@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/admitc/admitc/backends"
+	"github.com/admitc/admitc/backends/kyverno"
 	mapbackend "github.com/admitc/admitc/backends/map"
 	"github.com/admitc/admitc/backends/vap"
 	"github.com/admitc/admitc/backends/webhook"
@@ -20,11 +21,12 @@ import (
 	"github.com/admitc/admitc/ir"
 )
 
-// registry maps backend names to backends, in output order.
-var registry = []backends.Backend{vap.Backend{}, mapbackend.Backend{}, webhook.Backend{}}
+// registry holds every backend, in output order.
+var registry = []backends.Backend{vap.Backend{}, mapbackend.Backend{}, webhook.Backend{}, kyverno.ClusterPolicyBackend{}, kyverno.CELBackend{}}
 
-// Register adds a backend (optional builds add Kyverno this way).
-func Register(b backends.Backend) { registry = append(registry, b) }
+// optIn are the backends "all" leaves out: Kyverno's CEL policy types cannot
+// express parameters, so they are chosen explicitly (--backend kyverno-cel).
+var optIn = map[string]bool{"kyverno-cel": true}
 
 // IRFile is the name of the serialised IR.
 const IRFile = "ir.json"
@@ -117,7 +119,12 @@ func Select(names []string) ([]backends.Backend, error) {
 		}
 	}
 	if len(want) == 0 || want["all"] {
-		return append([]backends.Backend(nil), registry...), nil
+		delete(want, "all")
+		for _, b := range registry {
+			if !optIn[b.Name()] {
+				want[b.Name()] = true
+			}
+		}
 	}
 	var out []backends.Backend
 	for _, b := range registry {
@@ -137,23 +144,24 @@ func Select(names []string) ([]backends.Backend, error) {
 	return out, nil
 }
 
-// coverage reports every policy that no selected backend expresses: a rule
-// is never dropped silently.
+// coverage reports every policy that no selected backend expresses, with
+// each backend's reason: a rule is never dropped silently.
 func coverage(set *ir.PolicySet, selected []backends.Backend) diag.Diagnostics {
 	var diags diag.Diagnostics
-	var names []string
-	for _, b := range selected {
-		names = append(names, b.Name())
-	}
 	for i := range set.Policies {
 		p := &set.Policies[i]
-		covered := false
+		var reasons []string
 		for _, b := range selected {
-			covered = covered || b.Accepts(p)
+			why := b.Rejects(p)
+			if why == "" {
+				reasons = nil
+				break
+			}
+			reasons = append(reasons, b.Name()+": "+why)
 		}
-		if !covered {
-			diags = append(diags, backends.Errorf(p.Origin, "%s policy %q cannot be expressed by backend %s; add --backend map or webhook for mutations",
-				strings.ToLower(string(p.Kind)), p.Name, strings.Join(names, ", ")))
+		if len(reasons) > 0 {
+			diags = append(diags, backends.Errorf(p.Origin, "%s policy %q cannot be expressed by the selected backends (%s)",
+				strings.ToLower(string(p.Kind)), p.Name, strings.Join(reasons, "; ")))
 		}
 	}
 	return diags
