@@ -1,0 +1,185 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/admitc/admitc/backends"
+	"github.com/admitc/admitc/internal/compare"
+	"github.com/admitc/admitc/internal/generate"
+	"github.com/admitc/admitc/internal/upstream"
+	"github.com/admitc/admitc/runtime"
+)
+
+// CompareOptions are the options of `admitc compare`.
+type CompareOptions struct {
+	Streams
+	Policies  policyFlags
+	Namespace string
+	Params    []string
+	Output    string
+	// Upstream, when set, is a file of hand-written VAP/MAP objects judged
+	// instead of the generated ones.
+	Upstream  string
+	Manifests []string
+}
+
+// extraEngines are added by optional builds (the Kyverno engine).
+var extraEngines []func(o *CompareOptions, srcs []byte) (compare.Engine, func(), error)
+
+// NewCompareCommand returns `admitc compare`.
+func NewCompareCommand(s Streams) *cobra.Command {
+	o := &CompareOptions{Streams: s}
+	cmd := &cobra.Command{
+		Use:   "compare [flags] MANIFEST...",
+		Short: "Decide manifests with every engine and report each disagreement",
+		Long: `Judges each manifest (as a CREATE in --namespace) with:
+  admitc      admitc's runtime, the code admitc test and the webhook run;
+  kubernetes  the API server's own validating and mutating admission policy
+              plugins (k8s.io/apiserver), run in-process on admitc's generated
+              ValidatingAdmissionPolicies, MutatingAdmissionPolicies and
+              bindings, with the API server's defaults applied to them;
+  kyverno     the Kyverno engine on admitc's generated ClusterPolicies, in
+              builds made with -tags kyverno.
+It prints each engine's verdict (allowed, warned, denied), its first message
+and whether it mutated the object, and every disagreement.
+
+Exit codes: 0 every engine agrees, 1 any disagreement, 2 bad input.`,
+		Example: `  admitc compare --namespace shop examples/manifests/
+
+  # A comment for a pull request
+  admitc compare --policies policies/ --namespace shop -o markdown deploy/
+
+  # Is my hand-written VAP what admitc's policy means?
+  admitc compare --policies policy.yaml --upstream-policies my-vap.yaml manifests/`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Manifests = args
+			return o.Run(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	o.Policies.add(f)
+	f.StringVarP(&o.Namespace, "namespace", "n", "default", "namespace the manifests are created in")
+	f.StringSliceVar(&o.Params, "params", nil, "files holding parameter objects for policies with paramKind")
+	f.StringVarP(&o.Output, "output", "o", "table", "output format: table, json or markdown")
+	f.StringVar(&o.Upstream, "upstream-policies", "", "judge these ValidatingAdmissionPolicy/MutatingAdmissionPolicy objects in the kubernetes column instead of the generated ones")
+	return cmd
+}
+
+// Run decides and reports.
+func (o *CompareOptions) Run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if o.Output != "table" && o.Output != "json" && o.Output != "markdown" {
+		return usageError(fmt.Errorf("--output must be table, json or markdown, got %q", o.Output))
+	}
+	manifests, err := runtime.ReadManifests(o.Manifests)
+	if err != nil {
+		return usageError(err)
+	}
+	engines, stop, err := o.engines()
+	if err != nil {
+		return err
+	}
+	defer stop()
+	rows, err := compare.Run(ctx, engines, manifests, o.Namespace)
+	if err != nil {
+		return usageError(err)
+	}
+	switch o.Output {
+	case "json":
+		err = compare.WriteJSON(o.Out, rows)
+	case "markdown":
+		err = compare.WriteMarkdown(o.Out, rows)
+	default:
+		err = compare.WriteTable(o.Out, rows)
+	}
+	if err != nil {
+		return err
+	}
+	if !compare.AllAgree(rows) {
+		return failed
+	}
+	return nil
+}
+
+func (o *CompareOptions) engines() ([]compare.Engine, func(), error) {
+	engine, err := o.Policies.engine()
+	if err != nil {
+		return nil, nil, err
+	}
+	ps, err := readParams(o.Params)
+	if err != nil {
+		return nil, nil, err
+	}
+	var params []*unstructured.Unstructured
+	for _, p := range ps {
+		params = append(params, p.Object)
+	}
+	stream, err := o.upstreamStream()
+	if err != nil {
+		return nil, nil, err
+	}
+	objs, err := upstream.Parse("policies", stream)
+	if err != nil {
+		return nil, nil, usageError(err)
+	}
+	objs.Params = params
+	objs.Namespaces = map[string]map[string]string{o.Namespace: nil}
+	up, err := upstream.New(objs)
+	if err != nil {
+		return nil, nil, err
+	}
+	engines := []compare.Engine{compare.Admitc{Engine: engine, Params: params}, compare.Upstream{Engine: up}}
+	stops := []func(){up.Close}
+	for _, extra := range extraEngines {
+		e, stop, err := extra(o, stream)
+		if err != nil {
+			return nil, nil, err
+		}
+		engines = append(engines, e)
+		stops = append(stops, stop)
+	}
+	return engines, func() {
+		for _, s := range stops {
+			s()
+		}
+	}, nil
+}
+
+// upstreamStream is the VAP/MAP YAML the kubernetes column judges.
+func (o *CompareOptions) upstreamStream() ([]byte, error) {
+	if o.Upstream != "" {
+		data, err := os.ReadFile(o.Upstream)
+		if err != nil {
+			return nil, usageError(fmt.Errorf("read --upstream-policies: %w", err))
+		}
+		return data, nil
+	}
+	srcs, err := o.Policies.sources()
+	if err != nil {
+		return nil, usageError(err)
+	}
+	res, diags, err := generate.Run(generate.Request{Sources: srcs, Backends: []string{"vap", "map"},
+		Options: backends.Options{Namespaces: []string{o.Namespace}}})
+	if err != nil {
+		return nil, usageError(err)
+	}
+	if len(diags) > 0 {
+		return nil, usageError(fmt.Errorf("cannot compile:\n%s", diags.Error()))
+	}
+	var parts [][]byte
+	for _, f := range res.Files {
+		if len(f.Data) > 0 {
+			parts = append(parts, f.Data)
+		}
+	}
+	return bytes.Join(parts, []byte("---\n")), nil
+}

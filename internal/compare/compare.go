@@ -1,0 +1,164 @@
+// Package compare judges manifests with several admission engines and
+// reports every disagreement: admitc's runtime, the API server's own
+// admission policy plugins run in-process on the generated policies, and
+// (in builds with the kyverno tag) the Kyverno engine.
+package compare
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/admitc/admitc/runtime"
+)
+
+// Verdict is an engine's answer to one manifest.
+type Verdict string
+
+const (
+	// Allowed means admitted without warnings.
+	Allowed Verdict = "allowed"
+	// Warned means admitted with warnings.
+	Warned Verdict = "warned"
+	// Denied means refused.
+	Denied Verdict = "denied"
+)
+
+// Result is one engine's decision for one manifest.
+type Result struct {
+	Engine   string   `json:"engine"`
+	Verdict  Verdict  `json:"verdict"`
+	Messages []string `json:"messages,omitempty"`
+	// Mutated is true when the engine changed the object.
+	Mutated bool                       `json:"mutated"`
+	Object  *unstructured.Unstructured `json:"-"`
+}
+
+// Engine decides manifests.
+type Engine interface {
+	Name() string
+	Admit(ctx context.Context, obj *unstructured.Unstructured, namespace string) (Result, error)
+}
+
+// ExpectedDifference is an inherent, explained difference between engines:
+// shown in every report, never hidden. The list starts empty and grows only
+// with a test that shows the cause.
+type ExpectedDifference struct {
+	Engine string `json:"engine"`
+	Reason string `json:"reason"`
+	// Applies reports whether the difference explains a row.
+	Applies func(row *Row) bool `json:"-"`
+}
+
+// ExpectedDifferences are the known inherent differences (none so far).
+var ExpectedDifferences []ExpectedDifference
+
+// Row is every engine's decision for one manifest.
+type Row struct {
+	Source      string   `json:"source"`
+	Kind        string   `json:"kind"`
+	Name        string   `json:"name"`
+	Results     []Result `json:"results"`
+	Agree       bool     `json:"agree"`
+	Differences []string `json:"differences,omitempty"`
+	Expected    []string `json:"expected,omitempty"`
+}
+
+// Run decides every manifest with every engine and compares each engine
+// with the first (admitc's runtime).
+func Run(ctx context.Context, engines []Engine, manifests []runtime.Manifest, namespace string) ([]Row, error) {
+	var rows []Row
+	for _, m := range manifests {
+		row := Row{Source: m.Source, Kind: m.Object.GetKind(), Name: m.Object.GetName()}
+		for _, e := range engines {
+			r, err := e.Admit(ctx, m.Object.DeepCopy(), namespace)
+			if err != nil {
+				return nil, fmt.Errorf("%s: engine %s: %w", m.Source, e.Name(), err)
+			}
+			row.Results = append(row.Results, r)
+		}
+		row.Differences = differences(row.Results)
+		for _, d := range ExpectedDifferences {
+			if d.Applies != nil && d.Applies(&row) {
+				row.Expected = append(row.Expected, d.Engine+": "+d.Reason)
+			}
+		}
+		row.Agree = len(row.Differences) == 0 || len(row.Expected) > 0
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// differences compares every result with the first: the verdict, whether a
+// denial carries one of the reference's messages (the API server reports
+// only the first denial), and the mutated object.
+func differences(results []Result) []string {
+	var out []string
+	ref := results[0]
+	for _, r := range results[1:] {
+		if r.Verdict != ref.Verdict {
+			out = append(out, fmt.Sprintf("%s says %s, %s says %s", ref.Engine, ref.Verdict, r.Engine, r.Verdict))
+			continue
+		}
+		if r.Verdict == Denied && !sharesMessage(ref.Messages, r.Messages) {
+			out = append(out, fmt.Sprintf("%s denies with %q, %s with %q", r.Engine, r.Messages, ref.Engine, ref.Messages))
+		}
+		if ref.Object != nil && r.Object != nil && r.Verdict != Denied && !sameObject(ref.Object, r.Object) {
+			out = append(out, fmt.Sprintf("%s and %s mutate the object differently", ref.Engine, r.Engine))
+		}
+	}
+	return out
+}
+
+// sharesMessage reports whether one of got's messages contains one of
+// want's (each stripped of its "[policy] " label).
+func sharesMessage(want, got []string) bool {
+	for _, w := range want {
+		if i := strings.Index(w, "] "); strings.HasPrefix(w, "[") && i > 0 {
+			w = w[i+2:]
+		}
+		for _, g := range got {
+			if strings.Contains(g, w) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func sameObject(a, b *unstructured.Unstructured) bool {
+	na, _ := normalise(a)
+	nb, _ := normalise(b)
+	return reflect.DeepEqual(na, nb)
+}
+
+func normalise(u *unstructured.Unstructured) (any, error) {
+	data, err := json.Marshal(u.Object)
+	if err != nil {
+		return nil, err
+	}
+	var out any
+	err = json.Unmarshal(data, &out)
+	return out, err
+}
+
+// AllAgree reports whether every row agrees.
+func AllAgree(rows []Row) bool {
+	for _, r := range rows {
+		if !r.Agree {
+			return false
+		}
+	}
+	return true
+}
+
+func sortedCopy(s []string) []string {
+	out := append([]string(nil), s...)
+	sort.Strings(out)
+	return out
+}
