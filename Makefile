@@ -3,15 +3,24 @@ GO        ?= go
 FUZZTIME  ?= 10s
 BENCHTIME ?= 1s
 
-.PHONY: all build test unit fuzz golden bench load soak e2e clean
+.PHONY: all build build-kyverno test unit fuzz kyverno golden bench load soak e2e clean
 
 all: build
 
+## build: admitc without the Kyverno engine (compile, test, cel, serve, certs, compare with two engines).
 build:
 	$(GO) build -o bin/admitc ./cmd/admitc
 
-## test: every test: unit and golden tests, short fuzz runs, and the e2e suite.
-test: unit fuzz e2e
+## build-kyverno: admitc with the Kyverno engine in compare (a much larger binary).
+build-kyverno:
+	$(GO) build -tags kyverno -o bin/admitc-kyverno ./cmd/admitc
+
+## kyverno: the tests of compare's Kyverno engine (~20 minutes to build cold on 2 cores).
+kyverno:
+	$(GO) test -tags kyverno ./internal/compare ./internal/cli -run 'Kyverno|Compare'
+
+## test: every test: unit and golden tests, short fuzz runs, the Kyverno engine tests and the e2e suite.
+test: unit fuzz kyverno e2e
 
 ## unit: unit, CLI and golden tests (race detector off: the upstream CEL code is slow under it).
 unit:

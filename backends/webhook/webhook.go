@@ -151,36 +151,41 @@ func namespaceSelector(namespaces []string) *metav1.LabelSelector {
 	}}
 }
 
+// common are the settings both webhooks share: the fail-safe defaults.
+type common struct {
+	failurePolicy admissionregistrationv1.FailurePolicyType
+	sideEffects   admissionregistrationv1.SideEffectClass
+	matchPolicy   admissionregistrationv1.MatchPolicyType
+	timeout       int32
+	selector      *metav1.LabelSelector
+}
+
+func commonSettings(opts backends.Options) *common {
+	return &common{
+		failurePolicy: admissionregistrationv1.FailurePolicyType(opts.Webhook.FailurePolicy),
+		sideEffects:   admissionregistrationv1.SideEffectClassNone,
+		matchPolicy:   admissionregistrationv1.Equivalent,
+		timeout:       opts.Webhook.TimeoutSeconds,
+		selector:      namespaceSelector(opts.Namespaces),
+	}
+}
+
 func validatingConfiguration(policies []*ir.Policy, opts backends.Options) *admissionregistrationv1.ValidatingWebhookConfiguration {
-	w := opts.Webhook
-	fp := admissionregistrationv1.FailurePolicyType(w.FailurePolicy)
-	se := admissionregistrationv1.SideEffectClassNone
-	mp := admissionregistrationv1.Equivalent
-	timeout := w.TimeoutSeconds
+	w, c := opts.Webhook, commonSettings(opts)
 	return &admissionregistrationv1.ValidatingWebhookConfiguration{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingWebhookConfiguration"},
 		ObjectMeta: objectMeta(w.Name, w),
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-			Name:                    "validate." + w.Name + "." + Domain,
-			ClientConfig:            clientConfig(w, "/validate"),
-			Rules:                   rules(policies, w),
-			FailurePolicy:           &fp,
-			MatchPolicy:             &mp,
-			NamespaceSelector:       namespaceSelector(opts.Namespaces),
-			ObjectSelector:          &metav1.LabelSelector{},
-			SideEffects:             &se,
-			TimeoutSeconds:          &timeout,
+			Name: "validate." + w.Name + "." + Domain, ClientConfig: clientConfig(w, "/validate"), Rules: rules(policies, w),
+			FailurePolicy: &c.failurePolicy, MatchPolicy: &c.matchPolicy, NamespaceSelector: c.selector,
+			ObjectSelector: &metav1.LabelSelector{}, SideEffects: &c.sideEffects, TimeoutSeconds: &c.timeout,
 			AdmissionReviewVersions: []string{"v1"},
 		}},
 	}
 }
 
 func mutatingConfiguration(policies []*ir.Policy, opts backends.Options) *admissionregistrationv1.MutatingWebhookConfiguration {
-	w := opts.Webhook
-	fp := admissionregistrationv1.FailurePolicyType(w.FailurePolicy)
-	se := admissionregistrationv1.SideEffectClassNone
-	mp := admissionregistrationv1.Equivalent
-	timeout := w.TimeoutSeconds
+	w, c := opts.Webhook, commonSettings(opts)
 	reinvoke := admissionregistrationv1.NeverReinvocationPolicy
 	for _, p := range policies {
 		if p.ReinvocationPolicy == ir.ReinvokeIfNeeded {
@@ -194,17 +199,10 @@ func mutatingConfiguration(policies []*ir.Policy, opts backends.Options) *admiss
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "MutatingWebhookConfiguration"},
 		ObjectMeta: objectMeta(w.Name, w),
 		Webhooks: []admissionregistrationv1.MutatingWebhook{{
-			Name:                    "mutate." + w.Name + "." + Domain,
-			ClientConfig:            clientConfig(w, "/mutate"),
-			Rules:                   rules(policies, noSub),
-			FailurePolicy:           &fp,
-			MatchPolicy:             &mp,
-			NamespaceSelector:       namespaceSelector(opts.Namespaces),
-			ObjectSelector:          &metav1.LabelSelector{},
-			SideEffects:             &se,
-			TimeoutSeconds:          &timeout,
-			AdmissionReviewVersions: []string{"v1"},
-			ReinvocationPolicy:      &reinvoke,
+			Name: "mutate." + w.Name + "." + Domain, ClientConfig: clientConfig(w, "/mutate"), Rules: rules(policies, noSub),
+			FailurePolicy: &c.failurePolicy, MatchPolicy: &c.matchPolicy, NamespaceSelector: c.selector,
+			ObjectSelector: &metav1.LabelSelector{}, SideEffects: &c.sideEffects, TimeoutSeconds: &c.timeout,
+			AdmissionReviewVersions: []string{"v1"}, ReinvocationPolicy: &reinvoke,
 		}},
 	}
 }

@@ -25,8 +25,11 @@ type CompareOptions struct {
 	Output    string
 	// Upstream, when set, is a file of hand-written VAP/MAP objects judged
 	// instead of the generated ones.
-	Upstream  string
-	Manifests []string
+	Upstream string
+	// KyvernoPolicies, when set, is a file of hand-written ClusterPolicies
+	// judged instead of the generated ones (kyverno builds only).
+	KyvernoPolicies string
+	Manifests       []string
 }
 
 // extraEngines are added by optional builds (the Kyverno engine).
@@ -69,6 +72,9 @@ Exit codes: 0 every engine agrees, 1 any disagreement, 2 bad input.`,
 	f.StringSliceVar(&o.Params, "params", nil, "files holding parameter objects for policies with paramKind")
 	f.StringVarP(&o.Output, "output", "o", "table", "output format: table, json or markdown")
 	f.StringVar(&o.Upstream, "upstream-policies", "", "judge these ValidatingAdmissionPolicy/MutatingAdmissionPolicy objects in the kubernetes column instead of the generated ones")
+	if len(extraEngines) > 0 {
+		f.StringVar(&o.KyvernoPolicies, "kyverno-policies", "", "judge these Kyverno ClusterPolicies in the kyverno column instead of the generated ones")
+	}
 	return cmd
 }
 

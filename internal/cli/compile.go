@@ -97,12 +97,7 @@ does not compile or a backend cannot express it.`,
   # MutatingAdmissionPolicy for a 1.35 cluster (v1beta1)
   admitc compile --policies examples/policies/labels-policy.json --backend map --kube-version 1.35`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			return o.Run()
-		},
+		RunE: o.runE,
 	}
 	f := cmd.Flags()
 	o.Policies.add(f)
@@ -185,16 +180,19 @@ func NewVAPCommand(s Streams) *cobra.Command {
 		Example: `  admitc vap --policies examples/policies/cel-policies.json --namespace shop > vap.yaml
   kubectl apply -f vap.yaml`,
 		Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			return o.Run()
-		},
+		RunE: o.runE,
 	}
 	o.Policies.add(cmd.Flags())
 	o.addScopeFlags(cmd.Flags())
 	return cmd
+}
+
+// runE completes the options and compiles.
+func (o *CompileOptions) runE(*cobra.Command, []string) error {
+	if err := o.Complete(); err != nil {
+		return err
+	}
+	return o.Run()
 }
 
 // NewWebhookConfigCommand returns `admitc webhook-config`, the design
@@ -211,12 +209,7 @@ refuses kube-system and the webhook's own namespace in the selector.`,
 		Example: `  admitc webhook-config --name admitc --service admitc --service-namespace admission-system \
     --namespace shop --ca-bundle tls/ca.crt > webhooks.yaml`,
 		Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			return o.Run()
-		},
+		RunE: o.runE,
 	}
 	o.Policies.add(cmd.Flags())
 	o.addScopeFlags(cmd.Flags())

@@ -1,0 +1,45 @@
+//go:build kyverno
+
+package cli
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestCompareThreeEnginesAgreeOnEveryFixture(t *testing.T) {
+	args := []string{"compare", "--namespace", "shop", "-o", "json", fixtures + "manifests",
+		fixtures + "more/init-privileged.json", fixtures + "more/lookalike-hub.json", fixtures + "more/short-name.json",
+		fixtures + "more/statefulset-root.json", fixtures + "more/hostpath-root.json"}
+	out, stderr, code := run(t, args...)
+	var doc struct {
+		Agree bool `json:"agree"`
+		Rows  []struct {
+			Name        string   `json:"name"`
+			Differences []string `json:"differences"`
+			Results     []struct {
+				Engine  string `json:"engine"`
+				Verdict string `json:"verdict"`
+			} `json:"results"`
+		} `json:"rows"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &doc), stderr)
+	for _, r := range doc.Rows {
+		require.Len(t, r.Results, 3)
+		assert.Equal(t, "kyverno", r.Results[2].Engine)
+		assert.Empty(t, r.Differences, r.Name)
+	}
+	assert.Equal(t, ExitOK, code, stderr)
+}
+
+func TestCompareShowsAPlantedKyvernoDisagreement(t *testing.T) {
+	out, _, code := run(t, "compare", "--policies", fixtures+"compare/no-privileged.yaml",
+		"--kyverno-policies", fixtures+"compare/handwritten-kyverno.yaml",
+		fixtures+"manifests/privileged.json", fixtures+"more/init-privileged.json")
+	assert.Equal(t, ExitFailed, code)
+	assert.Contains(t, out, "DISAGREE Pod/init-privileged: admitc says denied, kyverno says allowed\n")
+	assert.Contains(t, out, "2 manifest(s): 1 with disagreements\n")
+}
