@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -29,7 +30,9 @@ type CompareOptions struct {
 	// KyvernoPolicies, when set, is a file of hand-written ClusterPolicies
 	// judged instead of the generated ones (kyverno builds only).
 	KyvernoPolicies string
-	Manifests       []string
+	// Kubeconfig adds a live API server as an engine.
+	Kubeconfig string
+	Manifests  []string
 }
 
 // extraEngines are added by optional builds (the Kyverno engine).
@@ -71,6 +74,7 @@ Exit codes: 0 every engine agrees, 1 any disagreement, 2 bad input.`,
 	f.StringVarP(&o.Namespace, "namespace", "n", "default", "namespace the manifests are created in")
 	f.StringSliceVar(&o.Params, "params", nil, "files holding parameter objects for policies with paramKind")
 	f.StringVarP(&o.Output, "output", "o", "table", "output format: table, json or markdown")
+	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "also ask this API server (dry-run creates, after applying the generated VAP/MAP, deleted afterwards; use a test cluster)")
 	f.StringVar(&o.Upstream, "upstream-policies", "", "judge these ValidatingAdmissionPolicy/MutatingAdmissionPolicy objects in the kubernetes column instead of the generated ones")
 	if len(extraEngines) > 0 {
 		f.StringVar(&o.KyvernoPolicies, "kyverno-policies", "", "judge these Kyverno ClusterPolicies in the kyverno column instead of the generated ones")
@@ -95,6 +99,14 @@ func (o *CompareOptions) Run(ctx context.Context) error {
 		return err
 	}
 	defer stop()
+	if o.Kubeconfig != "" {
+		live, err := o.live(ctx, engines[0], manifests)
+		if err != nil {
+			return err
+		}
+		defer live.Close()
+		engines = append(engines, live)
+	}
 	rows, err := compare.Run(ctx, engines, manifests, o.Namespace)
 	if err != nil {
 		return usageError(err)
@@ -188,4 +200,36 @@ func (o *CompareOptions) upstreamStream() ([]byte, error) {
 		}
 	}
 	return bytes.Join(parts, []byte("---\n")), nil
+}
+
+// live applies the generated policies to the API server of --kubeconfig and
+// waits until it judges the first manifest as admitc does, verdict and
+// mutation (policies take effect one by one after a short delay), for at
+// most 15 s.
+func (o *CompareOptions) live(ctx context.Context, ref compare.Engine, manifests []runtime.Manifest) (*compare.Live, error) {
+	stream, err := o.upstreamStream()
+	if err != nil {
+		return nil, err
+	}
+	ms, err := runtime.DecodeManifests("policies", stream)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	var objs []*unstructured.Unstructured
+	for _, m := range ms {
+		objs = append(objs, m.Object)
+	}
+	live, err := compare.NewLive(o.Kubeconfig, objs)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	if len(manifests) > 0 {
+		want, err := ref.Admit(ctx, manifests[0].Object.DeepCopy(), o.Namespace)
+		if err != nil {
+			live.Close()
+			return nil, err
+		}
+		live.Settle(ctx, manifests[0].Object, o.Namespace, func(r compare.Result) bool { return compare.Agree(want, r) }, 15*time.Second)
+	}
+	return live, nil
 }

@@ -40,6 +40,20 @@ func TestCompareShowsAPlantedKyvernoDisagreement(t *testing.T) {
 		"--kyverno-policies", fixtures+"compare/handwritten-kyverno.yaml",
 		fixtures+"manifests/privileged.json", fixtures+"more/init-privileged.json")
 	assert.Equal(t, ExitFailed, code)
+	// The hand-written policy forgets initContainers...
+	assert.Contains(t, out, "Pod/init-privileged  kyverno     allowed  false    -\n")
 	assert.Contains(t, out, "DISAGREE Pod/init-privileged: admitc says denied, kyverno says allowed\n")
+	// ...while on the privileged pod only the pattern's static message differs.
+	assert.Contains(t, out, "expected difference Pod/privileged: kyverno: a Kyverno pattern rule reports its static message")
 	assert.Contains(t, out, "2 manifest(s): 1 with disagreements\n")
+}
+
+// TestKyvernoPatternMessage shows the cause of the one expected difference:
+// the required-labels policy is a Kyverno pattern, whose message is static.
+func TestKyvernoPatternMessage(t *testing.T) {
+	out, _, code := run(t, "compare", "--namespace", "shop", fixtures+"manifests/missing-label.json")
+	assert.Equal(t, ExitOK, code)
+	assert.Contains(t, out, "Pod/missing-label  kyverno     denied   true     [require-team-label] validation error: missing required labels: team. rule require-team-label fai...\n")
+	assert.Contains(t, out, "expected difference Pod/missing-label: kyverno: a Kyverno pattern rule reports its static message")
+	assert.Contains(t, out, "1 manifest(s): every engine agrees\n")
 }

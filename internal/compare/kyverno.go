@@ -78,8 +78,10 @@ func (k *Kyverno) context(p *kyvernov1.ClusterPolicy, resource unstructured.Unst
 
 // Admit implements Engine.
 func (k *Kyverno) Admit(ctx context.Context, obj *unstructured.Unstructured, namespace string) (Result, error) {
-	obj.SetNamespace(namespace)
 	before := obj.DeepCopy()
+	// Kyverno matches rules on the object's own namespace; the request's
+	// namespace is set for the evaluation and taken off the result again.
+	obj.SetNamespace(namespace)
 	resource := *obj
 	r := Result{Engine: "kyverno", Verdict: Allowed}
 	var denials, warnings []string
@@ -113,6 +115,7 @@ func (k *Kyverno) Admit(ctx context.Context, obj *unstructured.Unstructured, nam
 			warnings = append(warnings, failed...)
 		}
 	}
+	resource.SetNamespace(before.GetNamespace())
 	r.Object = &resource
 	r.Mutated = !sameObject(before, &resource)
 	switch {

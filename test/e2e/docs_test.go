@@ -50,3 +50,17 @@ func TestDocumentedClusterCommandsRun(t *testing.T) {
 	}
 	require.Greater(t, commands, 5, "the runbook lost its cluster examples")
 }
+
+// TestCompareWithTheLiveAPIServer runs `admitc compare --kubeconfig` against
+// the test cluster: the API server is a fourth (here: third) engine column.
+func TestCompareWithTheLiveAPIServer(t *testing.T) {
+	deleteManaged(t)
+	defer deleteManaged(t)
+	kubeconfig := writeKubeconfig(t)
+	out, stderr, code := admitc(t, "compare", "--kubeconfig", kubeconfig, "--namespace", "shop", "-o", "markdown", "examples/manifests/")
+	t.Log(out)
+	require.Equal(t, 0, code, stderr+out)
+	require.Contains(t, out, "| `Pod/privileged` | apiserver | denied | false | pods \"privileged\" is forbidden: ValidatingAdmissionPolicy 'disallow-privileged'")
+	require.Contains(t, out, "| `Pod/no-limit` | apiserver | warned | true |")
+	require.Contains(t, out, "11 manifest(s): every engine agrees")
+}
