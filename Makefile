@@ -29,10 +29,10 @@ unit:
 
 ## fuzz: a short bounded run of every fuzz target.
 fuzz:
-	$(GO) test ./compiler -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./runtime -run '^$$' -fuzz '^FuzzDecodeManifests$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./runtime -run '^$$' -fuzz '^FuzzDiff$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./runtime/server -run '^$$' -fuzz '^FuzzReview$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./compiler -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
+	$(GO) test ./runtime -run '^$$' -fuzz '^FuzzDecodeManifests$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
+	$(GO) test ./runtime -run '^$$' -fuzz '^FuzzDiff$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
+	$(GO) test ./runtime/server -run '^$$' -fuzz '^FuzzReview$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 
 ## e2e: the suite against a real kube-apiserver and etcd on loopback (built once per machine, ~15 min cold).
 e2e:
