@@ -8,6 +8,7 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/admitc/admitc/backends"
+	"github.com/admitc/admitc/backends/webhook"
 	"github.com/admitc/admitc/compiler"
 )
 
@@ -60,7 +61,7 @@ func BenchmarkCompile1000(b *testing.B) {
 // every backend's rendered YAML.
 func BenchmarkCompile1000AllBackends(b *testing.B) {
 	src := thousandPolicies()
-	opts := backends.Options{Namespaces: []string{"shop"}}
+	opts := backends.Options{Namespaces: []string{"shop"}, Webhook: webhook.Defaults}
 	for b.Loop() {
 		if _, diags, err := Run(Request{Sources: src, Backends: []string{"all"}, Options: opts, WithIR: true}); err != nil || len(diags) > 0 {
 			b.Fatal(err, diags)
