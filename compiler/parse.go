@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	yaml "go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/admitc/admitc/ir"
@@ -20,7 +21,7 @@ type policyDecl struct {
 func (r *reader) readFile(root field) []*policyDecl {
 	top := r.object(root, "a policy file")
 	items, ok := top.list("policies")
-	if !ok && root.node.Kind == 4 /* yaml.MappingNode */ {
+	if !ok && root.node.Kind == yaml.MappingNode {
 		top.missing("policies", `a policy file is an object with a "policies" list`)
 	}
 	top.done("a policy file")
@@ -35,7 +36,7 @@ func (r *reader) readFile(root field) []*policyDecl {
 
 func (r *reader) readPolicy(f field) *policyDecl {
 	obj := r.object(f, "a policy")
-	if obj.f.node.Kind != 4 {
+	if obj.f.node.Kind != yaml.MappingNode {
 		return nil
 	}
 	d := &policyDecl{obj: obj}
@@ -98,7 +99,7 @@ func (r *reader) readActions(obj *object, p *ir.Policy) {
 		return
 	}
 	f, _ := obj.get("actions")
-	if len(actions) == 0 && f.node.Kind == 2 /* sequence */ {
+	if len(actions) == 0 && f.node.Kind == yaml.SequenceNode {
 		r.errorf(f.origin, "actions must not be empty: use [Deny] to enforce or [Warn, Audit] to roll out")
 		return
 	}

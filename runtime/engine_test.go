@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/admitc/admitc/compiler"
-	"github.com/admitc/admitc/ir"
 	"github.com/admitc/admitc/runtime"
 )
 
@@ -335,8 +334,6 @@ func TestExampleManifestsDecide(t *testing.T) {
 	assert.Equal(t, 5, allowed)
 	assert.Equal(t, 4, warned)
 }
-
-var _ = ir.Deny
 
 func TestCostBudgetStopsRunawayExpressions(t *testing.T) {
 	// Nested comprehensions over a large list exceed the API server's

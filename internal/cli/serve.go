@@ -17,7 +17,6 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
-	"github.com/admitc/admitc/runtime"
 	"github.com/admitc/admitc/runtime/server"
 )
 
@@ -172,8 +171,6 @@ func readNamespaceLabels(file string) (map[string]map[string]string, error) {
 	}
 	return out, nil
 }
-
-var _ = runtime.Request{}
 
 // tuneGC trades memory for CPU: a review allocates a few hundred KiB of
 // short-lived CEL values while the live heap stays small, so collecting less

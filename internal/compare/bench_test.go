@@ -5,8 +5,6 @@ import (
 	"os"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
 	"github.com/admitc/admitc/backends"
 	"github.com/admitc/admitc/compiler"
 	"github.com/admitc/admitc/internal/generate"
@@ -87,5 +85,3 @@ func BenchmarkDecision(b *testing.B) {
 		})
 	}
 }
-
-var _ = unstructured.Unstructured{}

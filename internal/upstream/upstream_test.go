@@ -56,8 +56,6 @@ func TestUpstreamPluginsJudgeGeneratedPolicies(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, d.Allowed, d.Message)
 	assert.Len(t, d.Warnings, 1)
-	requests, _, _ := unstructured.NestedMap(d.Object.Object, "spec", "containers")
-	_ = requests
 	c, _, _ := unstructured.NestedSlice(d.Object.Object, "spec", "containers")
 	assert.Equal(t, map[string]any{"cpu": "100m", "memory": "128Mi"}, c[0].(map[string]any)["resources"].(map[string]any)["requests"])
 }
