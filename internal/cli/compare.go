@@ -94,13 +94,17 @@ func (o *CompareOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return usageError(err)
 	}
-	engines, stop, err := o.engines()
+	stream, err := o.upstreamStream()
+	if err != nil {
+		return err
+	}
+	engines, stop, err := o.engines(stream)
 	if err != nil {
 		return err
 	}
 	defer stop()
 	if o.Kubeconfig != "" {
-		live, err := o.live(ctx, engines[0], manifests)
+		live, err := o.live(ctx, engines[0], stream, manifests)
 		if err != nil {
 			return err
 		}
@@ -128,7 +132,9 @@ func (o *CompareOptions) Run(ctx context.Context) error {
 	return nil
 }
 
-func (o *CompareOptions) engines() ([]compare.Engine, func(), error) {
+// engines builds the offline engines; stream is the VAP/MAP YAML the
+// kubernetes column judges.
+func (o *CompareOptions) engines(stream []byte) ([]compare.Engine, func(), error) {
 	engine, err := o.Policies.engine()
 	if err != nil {
 		return nil, nil, err
@@ -140,10 +146,6 @@ func (o *CompareOptions) engines() ([]compare.Engine, func(), error) {
 	var params []*unstructured.Unstructured
 	for _, p := range ps {
 		params = append(params, p.Object)
-	}
-	stream, err := o.upstreamStream()
-	if err != nil {
-		return nil, nil, err
 	}
 	objs, err := upstream.Parse("policies", stream)
 	if err != nil {
@@ -206,11 +208,7 @@ func (o *CompareOptions) upstreamStream() ([]byte, error) {
 // waits until it judges the first manifest as admitc does, verdict and
 // mutation (policies take effect one by one after a short delay), for at
 // most 15 s.
-func (o *CompareOptions) live(ctx context.Context, ref compare.Engine, manifests []runtime.Manifest) (*compare.Live, error) {
-	stream, err := o.upstreamStream()
-	if err != nil {
-		return nil, err
-	}
+func (o *CompareOptions) live(ctx context.Context, ref compare.Engine, stream []byte, manifests []runtime.Manifest) (*compare.Live, error) {
 	ms, err := runtime.DecodeManifests("policies", stream)
 	if err != nil {
 		return nil, usageError(err)
