@@ -3,11 +3,10 @@ package compiler
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -41,6 +40,7 @@ func Compile(sources []Source, opts Options) (*ir.PolicySet, Diagnostics) {
 	for _, src := range sources {
 		r := &reader{file: src.Name, lines: strings.Split(string(src.Data), "\n"), exprNodes: map[string]field{}}
 		for _, d := range r.parse(src.Data) {
+			before := len(r.diags)
 			r.lower(d)
 			d.obj.done(fmt.Sprintf("a policy of type %q", d.policy.Type))
 			if first, dup := names[d.policy.Name]; dup && d.policy.Name != "" {
@@ -48,7 +48,9 @@ func Compile(sources []Source, opts Options) (*ir.PolicySet, Diagnostics) {
 			} else if d.policy.Name != "" {
 				names[d.policy.Name] = d.obj.fields["name"].origin
 			}
-			if len(r.diags) == 0 && d.info.kind != "" {
+			// Each policy's CEL is checked unless the policy itself has
+			// errors, so one run reports every broken expression in the file.
+			if len(r.diags) == before && d.info.kind != "" {
 				r.checkCEL(&d.policy, opts.KubeVersion)
 			}
 			set.Policies = append(set.Policies, d.policy)
@@ -62,24 +64,16 @@ func Compile(sources []Source, opts Options) (*ir.PolicySet, Diagnostics) {
 	return set, nil
 }
 
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-
 func (r *reader) parse(data []byte) []*policyDecl {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		line, msg := 1, err.Error()
-		if m := yamlLine.FindStringSubmatch(msg); m != nil {
-			line, _ = strconv.Atoi(m[1])
-			msg = m[2]
-		}
-		r.errorf(ir.Origin{File: r.file, Line: line, Column: 1}, "not valid JSON or YAML: %s", strings.TrimPrefix(msg, "yaml: "))
-		return nil
-	}
-	if len(doc.Content) == 0 {
+	docs := r.documents(data)
+	if len(docs) == 0 && len(r.diags) == 0 {
 		r.errorf(ir.Origin{File: r.file, Line: 1, Column: 1}, `empty policy file: expected an object with a "policies" list`)
-		return nil
 	}
-	return r.readFile(field{node: doc.Content[0], origin: ir.Origin{File: r.file, Line: doc.Content[0].Line, Column: doc.Content[0].Column}})
+	var decls []*policyDecl
+	for _, n := range docs {
+		decls = append(decls, r.readFile(field{node: n, origin: ir.Origin{File: r.file, Line: n.Line, Column: n.Column}})...)
+	}
+	return decls
 }
 
 // checkCEL type-checks the policy with the API server's compiler and maps
@@ -134,14 +128,31 @@ func ReadSources(paths []string) ([]Source, error) {
 			return nil, err
 		}
 		for _, f := range files {
-			data, err := os.ReadFile(f)
+			data, err := readBounded(f)
 			if err != nil {
-				return nil, fmt.Errorf("read policy file: %w", err)
+				return nil, err
 			}
 			out = append(out, Source{Name: f, Data: data})
 		}
 	}
 	return out, nil
+}
+
+// readBounded reads a policy file of at most MaxPolicyFileBytes.
+func readBounded(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("read policy file: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxPolicyFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read policy file %s: %w", name, err)
+	}
+	if len(data) > MaxPolicyFileBytes {
+		return nil, fmt.Errorf("policy file %s is larger than %d MiB: split it into several files", name, MaxPolicyFileBytes>>20)
+	}
+	return data, nil
 }
 
 func expand(p string) ([]string, error) {

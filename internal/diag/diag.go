@@ -33,12 +33,46 @@ func (d Diagnostic) String() string {
 	if d.Origin.Path != "" {
 		b.WriteString(d.Origin.Path + ": ")
 	}
-	b.WriteString(d.Message)
+	b.WriteString(cutMiddle(d.Message, maxMessageBytes))
 	if d.SourceLine != "" && d.Origin.Column > 0 {
-		line := strings.ReplaceAll(d.SourceLine, "\t", " ")
-		fmt.Fprintf(&b, "\n | %s\n | %s^", line, strings.Repeat(".", d.Origin.Column-1))
+		line, col := window(strings.ReplaceAll(d.SourceLine, "\t", " "), d.Origin.Column-1)
+		fmt.Fprintf(&b, "\n | %s\n | %s^", line, strings.Repeat(".", col))
 	}
 	return b.String()
+}
+
+// maxMessageBytes and maxSourceBytes bound what a diagnostic echoes, so an
+// error in a huge one-line file does not print the file.
+const (
+	maxMessageBytes = 1000
+	maxSourceBytes  = 120
+)
+
+// window cuts a long source line to about maxSourceBytes around col (0-based),
+// marking each cut with "...", and returns the caret's column in the result.
+func window(line string, col int) (string, int) {
+	if len(line) <= maxSourceBytes {
+		return line, col
+	}
+	start := max(0, col-maxSourceBytes/2)
+	end := min(len(line), start+maxSourceBytes)
+	start = max(0, min(start, end-maxSourceBytes))
+	out, caret := line[start:end], col-start
+	if start > 0 {
+		out, caret = "..."+out, caret+3
+	}
+	if end < len(line) {
+		out += "..."
+	}
+	return strings.ToValidUTF8(out, ""), caret
+}
+
+// cutMiddle shortens s to about n bytes, saying how much it left out.
+func cutMiddle(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n/2], "") + fmt.Sprintf(" ...(%d bytes cut)... ", len(s)-n) + strings.ToValidUTF8(s[len(s)-n/2:], "")
 }
 
 // Diagnostics is a list of diagnostics; it is an error when non-empty.
