@@ -23,13 +23,18 @@ func RulesFor(policies []*ir.Policy, withSubresources bool) []ResourceRule {
 	var groups []string
 	for _, p := range policies {
 		for _, r := range p.Match.Resources {
+			if r.SubresourcesOnly && !withSubresources {
+				continue
+			}
 			rule, ok := byGroup[r.Group]
 			if !ok {
 				rule = &ResourceRule{Group: r.Group, Version: r.Version}
 				byGroup[r.Group] = rule
 				groups = append(groups, r.Group)
 			}
-			rule.Resources = appendUnique(rule.Resources, r.Resource)
+			if !r.SubresourcesOnly {
+				rule.Resources = appendUnique(rule.Resources, r.Resource)
+			}
 			if withSubresources {
 				for _, s := range r.Subresources {
 					rule.Resources = appendUnique(rule.Resources, r.Resource+"/"+s)

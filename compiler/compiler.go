@@ -40,20 +40,7 @@ func Compile(sources []Source, opts Options) (*ir.PolicySet, Diagnostics) {
 	for _, src := range sources {
 		r := &reader{file: src.Name, lines: strings.Split(string(src.Data), "\n"), exprNodes: map[string]field{}}
 		for _, d := range r.parse(src.Data) {
-			before := len(r.diags)
-			r.lower(d)
-			d.obj.done(fmt.Sprintf("a policy of type %q", d.policy.Type))
-			if first, dup := names[d.policy.Name]; dup && d.policy.Name != "" {
-				r.errorf(d.obj.fields["name"].origin, "policy name %q is already used at %s; names must be unique across all policy files", d.policy.Name, fmtOrigin(first))
-			} else if d.policy.Name != "" {
-				names[d.policy.Name] = d.obj.fields["name"].origin
-			}
-			// Each policy's CEL is checked unless the policy itself has
-			// errors, so one run reports every broken expression in the file.
-			if len(r.diags) == before && d.info.kind != "" {
-				r.checkCEL(&d.policy, opts.KubeVersion)
-			}
-			set.Policies = append(set.Policies, d.policy)
+			set.Policies = append(set.Policies, r.compilePolicy(d, names, opts)...)
 		}
 		diags = append(diags, r.diags...)
 	}
@@ -74,6 +61,67 @@ func (r *reader) parse(data []byte) []*policyDecl {
 		decls = append(decls, r.readFile(field{node: n, origin: ir.Origin{File: r.file, Line: n.Line, Column: n.Column}})...)
 	}
 	return decls
+}
+
+// compilePolicy lowers one parsed policy, checks its CEL and, for a cel
+// policy, generates its workload policies (see autogenCEL).
+func (r *reader) compilePolicy(d *policyDecl, names map[string]ir.Origin, opts Options) []ir.Policy {
+	before := len(r.diags)
+	r.lower(d)
+	d.obj.done(fmt.Sprintf("a policy of type %q", d.policy.Type))
+	r.claimName(d.policy.Name, d.obj.fields["name"].origin, "", names)
+	// Each policy's CEL is checked unless the policy itself has errors, so
+	// one run reports every broken expression in the file.
+	if len(r.diags) != before || d.info.kind == "" {
+		return []ir.Policy{d.policy}
+	}
+	if d.policy.Type == TypeCEL {
+		addBuiltinVariables(&d.policy)
+	}
+	r.checkCEL(&d.policy, opts.KubeVersion)
+	if d.policy.Type != TypeCEL || len(r.diags) != before {
+		return []ir.Policy{d.policy}
+	}
+	out := autogenCEL(d.policy, d.kinds)
+	for i := range out {
+		if i > 0 {
+			r.claimName(out[i].Name, d.policy.Origin, d.policy.Name, names)
+		}
+		if i > 0 {
+			r.checkGenerated(&out[i], opts.KubeVersion)
+		}
+	}
+	return out
+}
+
+// claimName records a policy name, reporting one already used. from names
+// the policy a generated name was made from.
+func (r *reader) claimName(name string, o ir.Origin, from string, names map[string]ir.Origin) {
+	if name == "" {
+		return
+	}
+	if first, dup := names[name]; dup {
+		what := fmt.Sprintf("policy name %q", name)
+		if from != "" {
+			what = fmt.Sprintf("policy name %q (generated for the workloads of %q)", name, from)
+		}
+		r.errorf(o, "%s is already used at %s; names must be unique across all policy files", what, fmtOrigin(first))
+		return
+	}
+	names[name] = o
+}
+
+// checkGenerated type-checks a policy admitc rewrote; an error there is
+// reported at the policy with the rewritten CEL.
+func (r *reader) checkGenerated(p *ir.Policy, kubeVersion *version.Version) {
+	errs, err := celenv.Check(p, kubeVersion)
+	if err != nil {
+		r.errorf(p.Origin, "%v", err)
+		return
+	}
+	for _, e := range errs {
+		r.errorf(p.Origin, "%s: the CEL rewritten for its workloads does not compile: %s (rewritten CEL: %s)", p.Name, e.Message, e.Expression)
+	}
 }
 
 // checkCEL type-checks the policy with the API server's compiler and maps

@@ -108,6 +108,9 @@ type Policy struct {
 	// Parameters are a built-in type's own settings, kept beside the CEL they
 	// were lowered to so a backend can use a native idiom where one exists.
 	Parameters *Parameters `json:"parameters,omitempty"`
+	// Notes say what the compiler decided on the policy's behalf that its
+	// author should know (for example: it covers Pods only, and why).
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Parameters are the settings of a built-in policy type.
@@ -139,6 +142,9 @@ type Resource struct {
 	// Subresources are matched in addition to the resource itself
 	// (pods/ephemeralcontainers, so kubectl debug cannot bypass a pod policy).
 	Subresources []string `json:"subresources,omitempty"`
+	// SubresourcesOnly matches the Subresources and not the resource itself
+	// (a policy for kubectl debug matches only pods/ephemeralcontainers).
+	SubresourcesOnly bool `json:"subresourcesOnly,omitempty"`
 }
 
 // ParamKind names the kind of a policy's parameter objects.

@@ -15,6 +15,9 @@ func Matches(p *ir.Policy, req *Request) bool {
 			continue
 		}
 		if req.SubResource == "" {
+			if r.SubresourcesOnly {
+				continue
+			}
 			return true
 		}
 		for _, s := range r.Subresources {

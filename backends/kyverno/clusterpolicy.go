@@ -106,7 +106,9 @@ func match(p *ir.Policy, namespaces []string) kyvernov1.MatchResources {
 		kinds = []string{"Pod"}
 	} else {
 		for _, res := range p.Match.Resources {
-			kinds = append(kinds, kindName(res))
+			if !res.SubresourcesOnly {
+				kinds = append(kinds, kindName(res))
+			}
 			for _, s := range res.Subresources {
 				kinds = append(kinds, res.Kind+"/"+s)
 			}

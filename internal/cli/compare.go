@@ -135,6 +135,7 @@ func (o *CompareOptions) Run(ctx context.Context) error {
 // engines builds the offline engines; stream is the VAP/MAP YAML the
 // kubernetes column judges.
 func (o *CompareOptions) engines(stream []byte) ([]compare.Engine, func(), error) {
+	o.Policies.Notes = o.Err
 	engine, err := o.Policies.engine()
 	if err != nil {
 		return nil, nil, err

@@ -149,6 +149,7 @@ func (o *CompileOptions) Run() error {
 	if len(diags) > 0 {
 		return usageError(fmt.Errorf("cannot compile:\n%s", diags.Error()))
 	}
+	printNotes(o.Err, res.Set)
 	switch {
 	case o.Check != "":
 		same, err := checkDir(o.Streams.Out, o.Check, res.Files)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"io/fs"
 
 	"github.com/spf13/pflag"
@@ -16,6 +17,8 @@ import (
 // policyFlags are the flags every command that reads policies shares.
 type policyFlags struct {
 	Paths []string
+	// Notes receives the compiler's notes on the policies (stderr), if set.
+	Notes io.Writer
 }
 
 func (f *policyFlags) add(fs *pflag.FlagSet) {
@@ -45,7 +48,21 @@ func (f *policyFlags) compile(kubeVersion *version.Version) (*ir.PolicySet, erro
 	if len(diags) > 0 {
 		return nil, usageError(fmt.Errorf("policies do not compile:\n%s", diags.Error()))
 	}
+	printNotes(f.Notes, set)
 	return set, nil
+}
+
+// printNotes writes every note the compiler made on the policies, one line
+// each: file:line:col: note: policy NAME: text.
+func printNotes(w io.Writer, set *ir.PolicySet) {
+	if w == nil {
+		return
+	}
+	for _, p := range set.Policies {
+		for _, n := range p.Notes {
+			fmt.Fprintf(w, "%s:%d:%d: note: policy %q %s\n", p.Origin.File, p.Origin.Line, p.Origin.Column, p.Name, n)
+		}
+	}
 }
 
 // engine compiles the policies into a runtime engine.

@@ -102,6 +102,7 @@ func (o *TestOptions) Validate() error {
 // Complete compiles the policies and reads parameter and old objects.
 func (o *TestOptions) Complete() error {
 	var err error
+	o.Policies.Notes = o.Err
 	if o.engine, err = o.Policies.engine(); err != nil {
 		return err
 	}
