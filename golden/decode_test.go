@@ -54,8 +54,8 @@ func typed(apiVersion, kind string) (any, error) {
 }
 
 // decodeStrict decodes every document into its typed object, failing on
-// unknown or duplicate fields, and checks label selectors the way the API
-// server's validation does.
+// unknown or duplicate fields, checks label selectors the way the API
+// server's validation does, and refuses a status block.
 func decodeStrict(stream []byte) error {
 	for i, doc := range bytes.Split(stream, []byte("\n---\n")) {
 		var meta metav1.TypeMeta
@@ -70,6 +70,9 @@ func decodeStrict(stream []byte) error {
 			return fmt.Errorf("document %d (%s): %w", i, meta.Kind, err)
 		}
 		if err := checkSelectors(obj); err != nil {
+			return fmt.Errorf("document %d (%s): %w", i, meta.Kind, err)
+		}
+		if err := checkNoStatus(doc); err != nil {
 			return fmt.Errorf("document %d (%s): %w", i, meta.Kind, err)
 		}
 	}
@@ -96,6 +99,20 @@ func checkSelectors(obj any) error {
 		if errs := metav1validation.ValidateLabelSelector(s, metav1validation.LabelSelectorValidationOptions{}, field.NewPath("selector")); len(errs) > 0 {
 			return errs.ToAggregate()
 		}
+	}
+	return nil
+}
+
+// checkNoStatus refuses a document with a status: status is the cluster's to
+// write, and a manifest that carries one (even `status: {}` or a Service's
+// empty loadBalancer) is noise in every diff and apply.
+func checkNoStatus(doc []byte) error {
+	var fields map[string]any
+	if err := yaml.Unmarshal(doc, &fields); err != nil {
+		return err
+	}
+	if _, ok := fields["status"]; ok {
+		return fmt.Errorf("has a status block; generated objects must not carry one")
 	}
 	return nil
 }

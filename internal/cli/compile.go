@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -30,6 +31,10 @@ type CompileOptions struct {
 	WithIR      bool
 	Webhook     webhookFlags
 
+	// requireNamespace refuses to run without --namespace (webhook-config:
+	// a webhook's namespaceSelector must be chosen, never defaulted).
+	requireNamespace bool
+
 	opts backends.Options
 }
 
@@ -41,7 +46,10 @@ type webhookFlags struct {
 	Timeout       int32
 }
 
-func (w *webhookFlags) add(fs *pflag.FlagSet, deployment bool) {
+// add registers the webhook flags. compile --backend webhook and
+// webhook-config share them with the same defaults, so the same flags print
+// the same objects.
+func (w *webhookFlags) add(fs *pflag.FlagSet) {
 	d := webhook.Defaults
 	fs.StringVar(&w.Name, "name", d.Name, "webhook configuration name (webhooks are validate.NAME.admitc.dev and mutate.NAME.admitc.dev)")
 	fs.StringVar(&w.Service, "service", d.Service, "webhook Service name")
@@ -52,7 +60,7 @@ func (w *webhookFlags) add(fs *pflag.FlagSet, deployment bool) {
 	fs.Int32Var(&w.Timeout, "timeout", d.TimeoutSeconds, "seconds the API server waits for the webhook (1-30)")
 	fs.BoolVar(&w.EphemeralContainers, "ephemeral-containers", d.EphemeralContainers, "also send pods/ephemeralcontainers (kubectl debug) to the validating webhook")
 	fs.StringVar(&w.Image, "image", d.Image, "admitc image for the webhook Deployment")
-	fs.BoolVar(&w.Deployment, "deployment", deployment, "also emit the hardened Deployment, Service and PodDisruptionBudget")
+	fs.BoolVar(&w.Deployment, "deployment", true, "also emit the hardened Deployment, Service and PodDisruptionBudget (--deployment=false for the configurations only)")
 }
 
 func (w *webhookFlags) complete() (backends.WebhookOptions, error) {
@@ -81,7 +89,27 @@ for identical input. --check compares with a directory instead of writing and
 exits 1 with a unified diff when they differ, so CI catches a policy change
 whose generated output was not regenerated.
 
-With no --policies it compiles the built-in example set for namespace shop.
+With no --policies and no --namespace it compiles the built-in example set
+for namespace shop.
+
+Apply one enforcement path per cluster, never two: vap and map
+(ValidatingAdmissionPolicy, MutatingAdmissionPolicy) are enforced by the API
+server itself; webhook is the same policies sent to admitc serve; kyverno (and
+the opt-in kyverno-cel) are for clusters that run Kyverno. Applying vap and
+webhook together enforces every policy twice. On stdout, when several backends
+are printed, each backend's section starts with a comment such as
+"# --- backend: vap (...) ---".
+
+Output does not depend on the working directory or on how a --policies path
+is spelled (relative, absolute, ./): origins in the output (ir.json, Kyverno's
+admitc.dev/origin annotation) name a policy file by its base name only.
+Error messages keep the path as given.
+
+--out replaces the directory's files as one set: every file is staged next to
+its target and renamed into place; if anything fails (a full disk, a name
+taken by a directory) the previous files are left as they were, byte for byte.
+Files are written with mode 0644 (generated manifests are meant to be
+committed), whatever mode a replaced file had.
 
 Exit codes: 0 written (or up to date), 1 --check found differences, 2 a policy
 does not compile or a backend cannot express it.`,
@@ -106,7 +134,7 @@ does not compile or a backend cannot express it.`,
 	f.StringVarP(&o.OutDir, "out", "o", "", "write one file per backend into this directory instead of stdout")
 	f.StringVar(&o.Check, "check", "", "compare with the files in this directory; exit 1 with a diff when they differ")
 	f.BoolVar(&o.WithIR, "ir", false, "also write ir.json, the compiled intermediate representation")
-	o.Webhook.add(f, true)
+	o.Webhook.add(f)
 	cmd.MarkFlagsMutuallyExclusive("out", "check")
 	_ = cmd.RegisterFlagCompletionFunc("backend", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return append([]string{"all"}, generate.Names()...), cobra.ShellCompDirectiveNoFileComp
@@ -121,6 +149,9 @@ func (o *CompileOptions) addScopeFlags(f *pflag.FlagSet) {
 
 // Complete parses the flags into backend options.
 func (o *CompileOptions) Complete() error {
+	if o.requireNamespace && len(o.Namespaces) == 0 {
+		return usageError(errors.New("webhook-config needs --namespace: name every namespace whose requests go to the webhook, for example --namespace shop --namespace payments (kube-system and the webhook's own namespace are refused)"))
+	}
 	kv, err := version.ParseGeneric(o.KubeVersion)
 	if err != nil {
 		return usageError(fmt.Errorf("--kube-version: %w", err))
@@ -199,21 +230,30 @@ func (o *CompileOptions) runE(*cobra.Command, []string) error {
 // NewWebhookConfigCommand returns `admitc webhook-config`, the design
 // document's shortcut for `admitc compile --backend webhook`.
 func NewWebhookConfigCommand(s Streams) *cobra.Command {
-	o := &CompileOptions{Streams: s, Backends: []string{"webhook"}}
+	o := &CompileOptions{Streams: s, Backends: []string{"webhook"}, requireNamespace: true}
 	cmd := &cobra.Command{
 		Use:   "webhook-config [flags]",
 		Short: "Print fail-safe Validating/MutatingWebhookConfigurations (compile --backend webhook)",
 		Long: `Prints the webhook configurations for admitc serve with fail-safe defaults:
 failurePolicy Ignore, sideEffects None, timeoutSeconds 5, matchPolicy
 Equivalent, a required namespaceSelector, rules that name resources. It
-refuses kube-system and the webhook's own namespace in the selector.`,
+refuses kube-system and the webhook's own namespace in the selector, and
+needs --namespace: it never defaults to the example namespace.
+
+It prints exactly what compile --backend webhook prints for the same flags:
+the configurations and the hardened Deployment, Service and
+PodDisruptionBudget that run admitc serve (--deployment=false for the
+configurations only; nothing but the configurations with --url).`,
 		Example: `  admitc webhook-config --name admitc --service admitc --service-namespace admission-system \
-    --namespace shop --ca-bundle tls/ca.crt > webhooks.yaml`,
+    --namespace shop --ca-bundle tls/ca.crt > webhooks.yaml
+
+  # The configurations only, for a webhook deployed some other way
+  admitc webhook-config --namespace shop --deployment=false`,
 		Args: cobra.NoArgs,
 		RunE: o.runE,
 	}
 	o.Policies.add(cmd.Flags())
 	o.addScopeFlags(cmd.Flags())
-	o.Webhook.add(cmd.Flags(), false)
+	o.Webhook.add(cmd.Flags())
 	return cmd
 }

@@ -70,12 +70,12 @@ func TestShortcuts(t *testing.T) {
 	assert.NotContains(t, out, "WebhookConfiguration")
 
 	out, stderr, code = run(t, "webhook-config", "--name", "miniadmit", "--service", "miniadmit", "--service-namespace", "admission-system",
-		"--namespace", "shop", "--ca-bundle", "../../golden/testdata/ca.crt", "--failure-policy", "Fail", "--timeout", "3")
+		"--namespace", "shop", "--ca-bundle", "../../golden/testdata/ca.crt", "--failure-policy", "Fail", "--timeout", "3", "--deployment=false")
 	require.Equal(t, ExitOK, code, stderr)
 	assert.Contains(t, out, "  name: validate.miniadmit.admitc.dev\n")
 	assert.Contains(t, out, "  failurePolicy: Fail\n")
 	assert.Contains(t, out, "  timeoutSeconds: 3\n")
-	assert.NotContains(t, out, "kind: Deployment", "webhook-config prints configurations only")
+	assert.NotContains(t, out, "kind: Deployment", "--deployment=false prints configurations only")
 
 	_, stderr, code = run(t, "webhook-config", "--namespace", "shop", "--ca-bundle", fixtures+"manifests/good.json")
 	assert.Equal(t, ExitUsage, code)

@@ -2,8 +2,8 @@ package cli
 
 import (
 	"bytes"
-	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,67 +13,41 @@ import (
 	"github.com/admitc/admitc/internal/generate"
 )
 
-// writeStdout writes every non-empty file to w, "---"-separated.
+// writeStdout writes every non-empty file to w, "---"-separated. When more
+// than one file has content, each starts with its header comment, so a
+// reader sees where one backend ends and the next (which may enforce the
+// same policies a second way) begins.
 func writeStdout(w io.Writer, files []generate.File) error {
-	first := true
+	var nonEmpty []generate.File
 	for _, f := range files {
-		if len(f.Data) == 0 {
-			continue
+		if len(f.Data) > 0 {
+			nonEmpty = append(nonEmpty, f)
 		}
-		if !first {
-			if _, err := io.WriteString(w, "---\n"); err != nil {
-				return err
-			}
+	}
+	for i, f := range nonEmpty {
+		var section bytes.Buffer
+		if i > 0 {
+			section.WriteString("---\n")
 		}
-		first = false
-		if _, err := w.Write(f.Data); err != nil {
+		if len(nonEmpty) > 1 {
+			section.WriteString(f.Header)
+		}
+		section.Write(f.Data)
+		if _, err := w.Write(section.Bytes()); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// writeDir writes each file into dir atomically (a temporary file renamed
-// into place), and removes the file of a backend that now emits nothing.
-// Every file is rendered before the first is written, so a failure never
-// leaves a half-written set.
-func writeDir(dir string, files []generate.File) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("create output directory: %w", err)
-	}
-	for _, f := range files {
-		path := filepath.Join(dir, f.Name)
-		if len(f.Data) == 0 {
-			if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
-				return err
-			}
-			continue
-		}
-		tmp, err := os.CreateTemp(dir, "."+f.Name+".*")
-		if err != nil {
-			return fmt.Errorf("write %s: %w", path, err)
-		}
-		_, werr := tmp.Write(f.Data)
-		cerr := tmp.Close()
-		if werr != nil || cerr != nil {
-			os.Remove(tmp.Name())
-			return fmt.Errorf("write %s: %v", path, firstErr(werr, cerr))
-		}
-		if err := os.Rename(tmp.Name(), path); err != nil {
-			os.Remove(tmp.Name())
-			return fmt.Errorf("write %s: %w", path, err)
-		}
-	}
-	return nil
-}
+// FileMode is the mode of every file compile --out writes: generated
+// manifests are meant to be committed and read, never secret. It is set
+// explicitly, so the umask does not change it.
+const FileMode fs.FileMode = 0o644
 
-func firstErr(errs ...error) error {
-	for _, e := range errs {
-		if e != nil {
-			return e
-		}
-	}
-	return nil
+// writeDir replaces dir's files with files as one set (see setWriter).
+func writeDir(dir string, files []generate.File) error {
+	return setWriter{rename: os.Rename}.write(dir, files)
 }
 
 // checkDir compares files with what dir holds (a missing file means empty)

@@ -44,6 +44,30 @@ func Names() []string {
 type File struct {
 	Name string
 	Data []byte
+	// Header is the YAML comment line that opens the file's section when
+	// several files are printed to one stream: it says what the section is
+	// and which outputs to apply together.
+	Header string
+}
+
+// applyNotes say which outputs enforce the same policies: VAP and MAP in the
+// API server, the webhook through admitc serve, Kyverno through Kyverno.
+// Applying two of them enforces every policy twice.
+var applyNotes = map[string]string{
+	IRFile:        "the compiled IR, for review only; not a Kubernetes object",
+	"vap":         "enforced by the API server; apply vap and map OR the webhook backend, never both",
+	"map":         "enforced by the API server; apply vap and map OR the webhook backend, never both",
+	"webhook":     "enforced by admitc serve; apply this OR the vap and map backends, never both",
+	"kyverno":     "for clusters running Kyverno; apply this instead of the other backends",
+	"kyverno-cel": "for clusters running Kyverno; apply this instead of the other backends",
+}
+
+// header is the section comment for a backend's (or ir.json's) output.
+func header(name string) string {
+	if name == IRFile {
+		return "# --- " + IRFile + " (" + applyNotes[name] + ") ---\n"
+	}
+	return "# --- backend: " + name + " (" + applyNotes[name] + ") ---\n"
 }
 
 // Request says what to compile and how.
@@ -62,7 +86,9 @@ type Result struct {
 	Files []File
 }
 
-// Run compiles the sources and runs the selected backends.
+// Run compiles the sources and runs the selected backends. The files are
+// generated from the portable copy of the set (origins by base name), so
+// they do not depend on the working directory or the spelling of a path.
 func Run(req Request) (*Result, diag.Diagnostics, error) {
 	selected, err := Select(req.Backends)
 	if err != nil {
@@ -75,14 +101,33 @@ func Run(req Request) (*Result, diag.Diagnostics, error) {
 	if diags := coverage(set, selected); len(diags) > 0 {
 		return nil, diags, nil
 	}
-	res := &Result{Set: set}
+	files, diags, err := generateFiles(portable(set), selected, req)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(diags) > 0 {
+		// Report at the paths as typed: run the backends on the set as compiled.
+		if _, diags, err = generateFiles(set, selected, req); err != nil {
+			return nil, nil, err
+		}
+		diags.Sort()
+		return nil, diags, nil
+	}
+	return &Result{Set: set, Files: files}, nil, nil
+}
+
+// generateFiles runs the selected backends on set and renders one file each,
+// after ir.json when asked for.
+func generateFiles(set *ir.PolicySet, selected []backends.Backend, req Request) ([]File, diag.Diagnostics, error) {
+	var files []File
 	if req.WithIR {
 		data, err := IRJSON(set)
 		if err != nil {
 			return nil, nil, err
 		}
-		res.Files = append(res.Files, File{Name: IRFile, Data: data})
+		files = append(files, File{Name: IRFile, Data: data, Header: header(IRFile)})
 	}
+	var diags diag.Diagnostics
 	for _, b := range selected {
 		out, bd := b.Generate(set, req.Options)
 		diags = append(diags, bd...)
@@ -90,13 +135,9 @@ func Run(req Request) (*Result, diag.Diagnostics, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		res.Files = append(res.Files, File{Name: b.Name() + ".yaml", Data: data})
+		files = append(files, File{Name: b.Name() + ".yaml", Data: data, Header: header(b.Name())})
 	}
-	if len(diags) > 0 {
-		diags.Sort()
-		return nil, diags, nil
-	}
-	return res, nil, nil
+	return files, diags, nil
 }
 
 // IRJSON serialises the IR: indented, keys in struct order, newline-terminated.

@@ -29,26 +29,41 @@ func YAML(objs []runtime.Object) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// Server-side fields that typed objects serialise although they are empty.
-// In JSON a quote inside a string is escaped, so these byte sequences can
-// only be keys, never parts of a value.
-var (
-	nullTimestamp = []byte(`"creationTimestamp":null`)
-	emptyStatus   = []byte(`"status":{}`)
-)
+// nullTimestamp is the server-set field typed objects serialise although it
+// is empty. In JSON a quote inside a string is escaped, so this byte
+// sequence can only be a key, never part of a value.
+var nullTimestamp = []byte(`"creationTimestamp":null`)
 
-// Object renders one object as YAML with fields in the API's order (the Go
-// struct order, as kubectl prints them), without a null creationTimestamp
-// (at any depth: pod templates carry one too) or an empty status.
+// Object renders one object as YAML with keys sorted (as sigs.k8s.io/yaml
+// writes them), without a null creationTimestamp (at any depth: pod
+// templates carry one too) and without a status: status is written by the
+// cluster, never by a manifest, and typed objects serialise one even when it
+// is empty (a Service's loadBalancer, a PodDisruptionBudget's counters).
 func Object(obj runtime.Object) ([]byte, error) {
 	data, err := json.Marshal(obj)
 	if err != nil {
 		return nil, fmt.Errorf("encode %T: %w", obj, err)
 	}
-	for _, drop := range [][]byte{nullTimestamp, emptyStatus} {
-		data = bytes.ReplaceAll(data, append(append([]byte(nil), drop...), ','), nil)
-		data = bytes.ReplaceAll(data, append([]byte{','}, drop...), nil)
-		data = bytes.ReplaceAll(data, drop, nil)
+	data = bytes.ReplaceAll(data, append(append([]byte(nil), nullTimestamp...), ','), nil)
+	data = bytes.ReplaceAll(data, append([]byte{','}, nullTimestamp...), nil)
+	data = bytes.ReplaceAll(data, nullTimestamp, nil)
+	if data, err = withoutStatus(data); err != nil {
+		return nil, fmt.Errorf("encode %T: %w", obj, err)
 	}
 	return yaml.JSONToYAML(data)
+}
+
+// withoutStatus drops the top-level status field of a JSON object. The
+// fields are re-encoded in sorted order, which is the order JSONToYAML
+// writes anyway, and their values are kept byte for byte.
+func withoutStatus(data []byte) ([]byte, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
+		return nil, err
+	}
+	if _, ok := fields["status"]; !ok {
+		return data, nil
+	}
+	delete(fields, "status")
+	return json.Marshal(fields)
 }
