@@ -70,7 +70,7 @@ func TestCELPolicies(t *testing.T) {
 	assert.Equal(t, []string{"[cc-admission-no-privileged] privileged containers are not allowed: web"}, res.Denials())
 
 	res = admit(t, e, runtime.RequestFor(manifest(t, "manifests/tag-only.json"), nil, "shop"))
-	assert.Equal(t, []string{"[cc-admission-digest] images must be pinned by digest"}, res.Denials())
+	assert.Equal(t, []string{"[cc-admission-digest] images must be pinned by digest: web"}, res.Denials())
 
 	res = admit(t, e, runtime.RequestFor(manifest(t, "manifests/no-limit.json"), nil, "shop"))
 	assert.True(t, res.Allowed())
@@ -210,7 +210,7 @@ func TestParams(t *testing.T) {
 	assert.True(t, admit(t, e, req).Allowed())
 
 	req.Params = []*unstructured.Unstructured{k8s}
-	assert.Equal(t, []string{"[cc-admission-registries-param] images must come from registry.k8s.io"}, admit(t, e, req).Denials())
+	assert.Equal(t, []string{"[cc-admission-registries-param] images must come from registry.k8s.io: web (docker.io/library/nginx:1.30-alpine)"}, admit(t, e, req).Denials())
 
 	req.Params = nil
 	assert.Equal(t, []string{"[cc-admission-registries-param] failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"}, admit(t, e, req).Denials())
