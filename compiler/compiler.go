@@ -203,6 +203,16 @@ func readBounded(name string) ([]byte, error) {
 	return data, nil
 }
 
+// IsPolicyFile reports whether ReadSources reads a directory entry named
+// name as a policy file: JSON or YAML, by extension.
+func IsPolicyFile(name string) bool {
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".json", ".yaml", ".yml":
+		return true
+	}
+	return false
+}
+
 func expand(p string) ([]string, error) {
 	info, err := os.Stat(p)
 	if err != nil {
@@ -217,11 +227,8 @@ func expand(p string) ([]string, error) {
 	}
 	var files []string
 	for _, e := range entries {
-		switch strings.ToLower(filepath.Ext(e.Name())) {
-		case ".json", ".yaml", ".yml":
-			if !e.IsDir() {
-				files = append(files, filepath.Join(p, e.Name()))
-			}
+		if IsPolicyFile(e.Name()) && !e.IsDir() {
+			files = append(files, filepath.Join(p, e.Name()))
 		}
 	}
 	sort.Strings(files)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -19,14 +20,37 @@ type policyFlags struct {
 	Paths []string
 	// Notes receives the compiler's notes on the policies (stderr), if set.
 	Notes io.Writer
+	// Required drops the built-in example set as the default: a command that
+	// enforces policies (serve) must be told which.
+	Required bool
 }
+
+// errPoliciesRequired is the usage error of serve without --policies.
+var errPoliciesRequired = errors.New("admitc serve needs --policies: the policy files or directories to enforce, e.g. --policies /etc/admitc/policies/ " +
+	"(the built-in example policies are for admitc test, compile and compare only)")
 
 func (f *policyFlags) add(fs *pflag.FlagSet) {
-	fs.StringSliceVarP(&f.Paths, "policies", "p", nil, "policy files or directories (JSON or YAML); repeat or comma-separate; default: the built-in example set")
+	usage := "policy files or directories (JSON or YAML); repeat or comma-separate; default: the built-in example set"
+	if f.Required {
+		usage = "policy files or directories to enforce (JSON or YAML); repeat or comma-separate; required"
+	}
+	fs.StringSliceVarP(&f.Paths, "policies", "p", nil, usage)
 }
 
-// sources reads the policy files, or the built-in example set when none are given.
+// validate refuses a missing --policies when it is required.
+func (f *policyFlags) validate() error {
+	if f.Required && len(f.Paths) == 0 {
+		return usageError(errPoliciesRequired)
+	}
+	return nil
+}
+
+// sources reads the policy files, or the built-in example set when none are
+// given and none are required.
 func (f *policyFlags) sources() ([]compiler.Source, error) {
+	if f.Required && len(f.Paths) == 0 {
+		return nil, errPoliciesRequired
+	}
 	if len(f.Paths) == 0 {
 		data, err := fs.ReadFile(examples.FS, examples.DefaultPolicies)
 		if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
+	"github.com/admitc/admitc/compiler"
 	"github.com/admitc/admitc/runtime/server"
 )
 
@@ -31,6 +32,8 @@ type ServeOptions struct {
 	NamespaceLabels string
 	ShutdownDelay   time.Duration
 	DrainTimeout    time.Duration
+	MaxInflight     int
+	MaxListItems    int
 
 	// Listening, when set, receives the address once the server listens (tests).
 	Listening func(net.Addr)
@@ -38,28 +41,35 @@ type ServeOptions struct {
 
 // NewServeCommand returns `admitc serve`.
 func NewServeCommand(s Streams) *cobra.Command {
-	o := &ServeOptions{Streams: s}
+	o := &ServeOptions{Streams: s, Policies: policyFlags{Required: true}}
 	cmd := &cobra.Command{
-		Use:   "serve --cert FILE --key FILE [flags]",
+		Use:   "serve --policies PATH --cert FILE --key FILE [flags]",
 		Short: "Run the policies as an HTTPS admission webhook (/validate, /mutate)",
 		Long: `Serves admission.k8s.io/v1 AdmissionReviews over HTTPS (TLS 1.2 or newer) on
 /validate and /mutate, with /healthz, /readyz and /metrics. It runs the same
-decision code as admitc test.
+decision code as admitc test. --policies is required: serve enforces only the
+policies it is given, never the built-in examples.
 
 Policy files are watched: a valid change is swapped in atomically; an invalid
 one is refused, logged and counted, and the last good set keeps serving. The
-certificate and key are reloaded when their files change. On SIGTERM readiness
-turns false first, reviews in flight finish (bounded by --drain-timeout), then
-admitc exits 0. One JSON log line is written per review.
+certificate and key are reloaded when their files change; other files in their
+directories are ignored. On SIGTERM readiness turns false first and answers say
+Connection: close, reviews in flight finish (bounded by --drain-timeout), then
+admitc exits 0. A review over a bound (--max-list-items, --max-inflight) is
+answered 413 or 429, and the API server applies the webhook's failurePolicy.
+One JSON log line is written per review.
 
-Exit codes: 0 after a graceful shutdown, 2 when the policies do not compile or
-the certificate cannot be loaded at start-up.`,
+Exit codes: 0 after a graceful shutdown, 2 when --policies is missing, the
+policies do not compile or the certificate cannot be loaded at start-up.`,
 		Example: `  admitc certs --out tls --dns localhost --ip 127.0.0.1
   admitc serve --policies examples/policies/policies.json --cert tls/tls.crt --key tls/tls.key --host 127.0.0.1 --port 8443`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
+			if err := o.Validate(); err != nil {
+				return err
+			}
 			return o.Run(ctx)
 		},
 	}
@@ -73,9 +83,23 @@ the certificate cannot be loaded at start-up.`,
 	f.StringVar(&o.NamespaceLabels, "namespace-labels", "", "YAML/JSON file mapping namespace names to their labels, for namespaceObject")
 	f.DurationVar(&o.ShutdownDelay, "shutdown-delay", 2*time.Second, "after SIGTERM, how long /readyz fails before the listener closes")
 	f.DurationVar(&o.DrainTimeout, "drain-timeout", 30*time.Second, "after SIGTERM, the longest wait for reviews in flight")
+	f.IntVar(&o.MaxInflight, "max-inflight", 0, "reviews decoded and evaluated at once (0: GOMAXPROCS); a review that finds no free slot before its deadline is answered 429 and the API server applies the webhook's failurePolicy")
+	f.IntVar(&o.MaxListItems, "max-list-items", server.DefaultMaxListItems, "longest list an object may hold to be evaluated; a longer one is answered 413 and the API server applies the webhook's failurePolicy (CEL evaluation time grows with the square of a list's length)")
 	_ = cmd.MarkFlagRequired("cert")
 	_ = cmd.MarkFlagRequired("key")
 	return cmd
+}
+
+// Validate checks the options before anything is loaded: serve needs
+// --policies, since it enforces them, and sane bounds.
+func (o *ServeOptions) Validate() error {
+	switch {
+	case o.MaxInflight < 0:
+		return usageError(fmt.Errorf("--max-inflight %d: want 0 (GOMAXPROCS) or more reviews at once", o.MaxInflight))
+	case o.MaxListItems < 0:
+		return usageError(fmt.Errorf("--max-list-items %d: want 0 (the default, %d) or more items", o.MaxListItems, server.DefaultMaxListItems))
+	}
+	return o.Policies.validate()
 }
 
 // Run serves until ctx is cancelled (SIGTERM), then drains and returns nil.
@@ -93,7 +117,8 @@ func (o *ServeOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return usageError(err)
 	}
-	cfg := server.Config{Engine: engine, Certs: certs, Logger: logger, Metrics: metrics}
+	cfg := server.Config{Engine: engine, Certs: certs, Logger: logger, Metrics: metrics,
+		MaxInflight: o.MaxInflight, MaxListItems: o.MaxListItems}
 	if o.ClientCA != "" {
 		if cfg.ClientCAs, err = server.LoadCertPool(o.ClientCA); err != nil {
 			return usageError(err)
@@ -136,7 +161,8 @@ func (o *ServeOptions) Run(ctx context.Context) error {
 // watch reloads policies and the certificate when their files change.
 func (o *ServeOptions) watch(ctx context.Context, srv *server.Server, certs *server.CertSource, m *server.Metrics, logger *slog.Logger) error {
 	if len(o.Policies.Paths) > 0 {
-		err := server.Watch(ctx, o.Policies.Paths, logger, func() {
+		spec := server.WatchSpec{Paths: o.Policies.Paths, DirEntry: compiler.IsPolicyFile}
+		err := server.Watch(ctx, spec, logger, func() {
 			engine, err := o.Policies.engine()
 			if err != nil {
 				m.Reloads.WithLabelValues("failure").Inc()
@@ -151,7 +177,7 @@ func (o *ServeOptions) watch(ctx context.Context, srv *server.Server, certs *ser
 			return err
 		}
 	}
-	return server.Watch(ctx, certs.Files(), logger, func() {
+	return server.Watch(ctx, server.WatchSpec{Paths: certs.Files()}, logger, func() {
 		if err := certs.Reload(); err != nil {
 			logger.Error("certificate reload failed; the current certificate keeps serving", "phase", "reload", "error", err.Error())
 			return

@@ -10,6 +10,7 @@ import (
 	"net/http/httptrace"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -45,10 +46,16 @@ type serving struct {
 
 func startServe(t *testing.T, policyDir, tlsDir string, delay time.Duration) *serving {
 	t.Helper()
+	return startServeLogging(t, policyDir, tlsDir, delay, &lockedBuffer{})
+}
+
+// startServeLogging is startServe writing its log to logs as well.
+func startServeLogging(t *testing.T, policyDir, tlsDir string, delay time.Duration, logTo io.Writer) *serving {
+	t.Helper()
 	logs := &lockedBuffer{}
 	addrc := make(chan net.Addr, 1)
 	o := &ServeOptions{
-		Streams:  Streams{Out: io.Discard, Err: logs},
+		Streams:  Streams{Out: io.Discard, Err: io.MultiWriter(logs, logTo)},
 		Policies: policyFlags{Paths: []string{policyDir}},
 		Cert:     filepath.Join(tlsDir, "tls.crt"), Key: filepath.Join(tlsDir, "tls.key"),
 		Host: "127.0.0.1", Port: 0, ShutdownDelay: delay, DrainTimeout: 5 * time.Second,
@@ -130,6 +137,46 @@ func TestServeReloadsPoliciesAndKeepsTheLastGoodSet(t *testing.T) {
 	assert.Contains(t, string(metrics), `admitc_policy_reloads_total{result="success"} 1`)
 }
 
+// reloads reads admitc_policy_reloads_total{result="success"} from /metrics.
+func (s *serving) reloads(t *testing.T) int {
+	resp, err := s.client.Get("https://" + s.addr + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, `admitc_policy_reloads_total{result="success"} `); ok {
+			n, err := strconv.Atoi(v)
+			require.NoError(t, err)
+			return n
+		}
+	}
+	return 0
+}
+
+func TestServeIgnoresItsOwnLogNextToThePolicies(t *testing.T) {
+	policyDir, tlsDir := t.TempDir(), t.TempDir()
+	newCerts(t, tlsDir)
+	policy := filepath.Join(policyDir, "policies.json")
+	copyFile(t, fixtures+"policies/policies.json", policy)
+	logFile, err := os.Create(filepath.Join(policyDir, "serve.log"))
+	require.NoError(t, err)
+	defer logFile.Close()
+	// The log goes next to the policies: every reload writes a line to it.
+	s := startServeLogging(t, policyDir, tlsDir, 0, logFile)
+	for range 20 {
+		s.validate(t, "manifests/good.json") // a log line each
+	}
+	time.Sleep(2 * time.Second)
+	idle := s.reloads(t)
+	t.Logf("reloads while idle with a log next to the policies: %d in 2s (%.1f/s)", idle, float64(idle)/2)
+	assert.Zero(t, idle, "writing the log next to the policies reloaded them")
+
+	copyFile(t, fixtures+"policies/policies.json", policy)
+	require.Eventually(t, func() bool { return s.reloads(t) == 1 }, 5*time.Second, 50*time.Millisecond, "a policy change was not reloaded")
+	time.Sleep(time.Second)
+	assert.Equal(t, 1, s.reloads(t), "one change, one reload: the reload's own log line must not trigger another")
+}
+
 func TestServeRefusesToStartWithBrokenPolicies(t *testing.T) {
 	tlsDir := t.TempDir()
 	newCerts(t, tlsDir)
@@ -137,9 +184,26 @@ func TestServeRefusesToStartWithBrokenPolicies(t *testing.T) {
 	assert.Equal(t, ExitUsage, code)
 	assert.Equal(t, "error: policies do not compile:\ntestdata/bad/unknown-type.yaml:3:11: policies[0].type: unknown policy type \"disallow-root\" (known types: default-requests, required-labels, allowed-registries, image-digest, disallow-privileged, run-as-non-root, memory-limit, no-host-path, add-labels, cel)\n", stderr)
 
-	_, stderr, code = run(t, "serve", "--cert", filepath.Join(tlsDir, "missing.crt"), "--key", filepath.Join(tlsDir, "tls.key"), "--port", "0")
+	_, stderr, code = run(t, "serve", "--policies", fixtures+"policies/policies.json", "--cert", filepath.Join(tlsDir, "missing.crt"), "--key", filepath.Join(tlsDir, "tls.key"), "--port", "0")
 	assert.Equal(t, ExitUsage, code)
 	assert.Contains(t, stderr, "error: load serving certificate: open "+filepath.Join(tlsDir, "missing.crt"))
+}
+
+func TestServeRequiresPolicies(t *testing.T) {
+	tlsDir := t.TempDir()
+	newCerts(t, tlsDir)
+	_, stderr, code := run(t, "serve", "--cert", filepath.Join(tlsDir, "tls.crt"), "--key", filepath.Join(tlsDir, "tls.key"), "--port", "0")
+	assert.Equal(t, ExitUsage, code)
+	assert.Equal(t, "error: admitc serve needs --policies: the policy files or directories to enforce, e.g. --policies /etc/admitc/policies/ "+
+		"(the built-in example policies are for admitc test, compile and compare only)\n", stderr)
+
+	out, _, code := run(t, "serve", "--help")
+	assert.Equal(t, ExitOK, code)
+	assert.Contains(t, out, "policy files or directories to enforce (JSON or YAML); repeat or comma-separate; required")
+	// The other commands keep the built-in example set as their default.
+	out, _, code = run(t, "compile", "--help")
+	assert.Equal(t, ExitOK, code)
+	assert.Contains(t, out, "default: the built-in example set")
 }
 
 func servedSerial(t *testing.T, addr string) string {

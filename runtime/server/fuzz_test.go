@@ -49,7 +49,7 @@ func FuzzReview(f *testing.F) {
 				if err := json.Unmarshal(rec.Body.Bytes(), &review); err != nil || review.Response == nil || review.APIVersion != "admission.k8s.io/v1" {
 					t.Fatalf("%s: 200 without a v1 review: %s", path, rec.Body.String())
 				}
-			case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusServiceUnavailable:
+			case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusTooManyRequests, http.StatusServiceUnavailable:
 				if rec.Body.Len() == 0 {
 					t.Fatalf("%s: %d without a message", path, rec.Code)
 				}

@@ -1,17 +1,11 @@
 package server
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"log/slog"
 	"os"
-	"path/filepath"
 	"sync/atomic"
-	"time"
-
-	"github.com/fsnotify/fsnotify"
 )
 
 // CertSource serves a certificate and key from files and reloads them when
@@ -75,62 +69,3 @@ func LoadCertPool(file string) (*CertPool, error) {
 
 // Pool returns the x509 pool.
 func (p *CertPool) Pool() *x509.CertPool { return p.pool }
-
-// Watch calls onChange (debounced) whenever one of files changes, until ctx
-// ends. It watches the files' directories, so the symlink swap of a mounted
-// ConfigMap or Secret is seen too.
-func Watch(ctx context.Context, files []string, logger *slog.Logger, onChange func()) error {
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		return err
-	}
-	dirs := map[string]bool{}
-	for _, f := range files {
-		dir := f
-		if info, err := os.Stat(f); err != nil || !info.IsDir() {
-			dir = filepath.Dir(f)
-		}
-		if !dirs[dir] {
-			dirs[dir] = true
-			if err := w.Add(dir); err != nil {
-				w.Close()
-				return fmt.Errorf("watch %s: %w", dir, err)
-			}
-		}
-	}
-	go func() {
-		defer w.Close()
-		var timer *time.Timer
-		fire := make(chan struct{}, 1)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case ev, ok := <-w.Events:
-				if !ok {
-					return
-				}
-				if ev.Op == fsnotify.Chmod {
-					continue
-				}
-				if timer != nil {
-					timer.Stop()
-				}
-				timer = time.AfterFunc(200*time.Millisecond, func() {
-					select {
-					case fire <- struct{}{}:
-					default:
-					}
-				})
-			case <-fire:
-				onChange()
-			case err, ok := <-w.Errors:
-				if !ok {
-					return
-				}
-				logger.Warn("file watch error", "error", err)
-			}
-		}
-	}()
-	return nil
-}

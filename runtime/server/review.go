@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/authentication/user"
 
 	"github.com/admitc/admitc/ir"
@@ -46,8 +47,8 @@ func badRequest(format string, args ...any) *httpError {
 	return &httpError{code: http.StatusBadRequest, msg: fmt.Sprintf(format, args...)}
 }
 
-// readReview reads and checks one admission.k8s.io/v1 AdmissionReview.
-func readReview(r *http.Request) (*admissionv1.AdmissionReview, error) {
+// readBody reads a POSTed body of at most MaxBodyBytes.
+func readBody(r *http.Request) ([]byte, error) {
 	if r.Method != http.MethodPost {
 		return nil, &httpError{code: http.StatusMethodNotAllowed, msg: "admission reviews are POSTed"}
 	}
@@ -58,6 +59,11 @@ func readReview(r *http.Request) (*admissionv1.AdmissionReview, error) {
 	if len(body) > MaxBodyBytes {
 		return nil, &httpError{code: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("body larger than %d bytes", MaxBodyBytes)}
 	}
+	return body, nil
+}
+
+// decodeReview decodes and checks one admission.k8s.io/v1 AdmissionReview.
+func decodeReview(body []byte) (*admissionv1.AdmissionReview, error) {
 	var review admissionv1.AdmissionReview
 	if err := json.Unmarshal(body, &review); err != nil {
 		return nil, badRequest("body is not an AdmissionReview: %v", err)
@@ -73,15 +79,16 @@ func readReview(r *http.Request) (*admissionv1.AdmissionReview, error) {
 	return &review, nil
 }
 
-// toRequest turns an AdmissionRequest into the runtime's request.
-func toRequest(ar *admissionv1.AdmissionRequest, nsLabels map[string]map[string]string) (*runtime.Request, error) {
-	obj, err := decodeObject(ar.Object.Raw)
+// toRequest turns an AdmissionRequest into the runtime's request, refusing
+// objects with a list longer than maxListItems.
+func toRequest(ar *admissionv1.AdmissionRequest, nsLabels map[string]map[string]string, maxListItems int) (*runtime.Request, error) {
+	obj, err := decodeObject(ar.Object.Raw, field.NewPath("request", "object"), maxListItems)
 	if err != nil {
-		return nil, badRequest("request.object: %v", err)
+		return nil, err
 	}
-	old, err := decodeObject(ar.OldObject.Raw)
+	old, err := decodeObject(ar.OldObject.Raw, field.NewPath("request", "oldObject"), maxListItems)
 	if err != nil {
-		return nil, badRequest("request.oldObject: %v", err)
+		return nil, err
 	}
 	req := &runtime.Request{
 		UID:         string(ar.UID),
@@ -105,18 +112,21 @@ func toRequest(ar *admissionv1.AdmissionRequest, nsLabels map[string]map[string]
 	return req, nil
 }
 
-// decodeObject decodes a raw object with integers as int64, as the API
-// server's own decoding gives CEL.
-func decodeObject(raw []byte) (*unstructured.Unstructured, error) {
+// decodeObject decodes the raw object at path with integers as int64, as
+// the API server's own decoding gives CEL, and checks its list sizes.
+func decodeObject(raw []byte, path *field.Path, maxListItems int) (*unstructured.Unstructured, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
 	var m map[string]any
 	if err := utiljson.Unmarshal(raw, &m); err != nil {
-		return nil, err
+		return nil, badRequest("%s: %v", path, err)
 	}
 	if m == nil {
 		return nil, nil
+	}
+	if err := checkListSizes(m, path, maxListItems); err != nil {
+		return nil, err
 	}
 	return &unstructured.Unstructured{Object: m}, nil
 }

@@ -5,9 +5,11 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	goruntime "runtime"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -35,6 +37,13 @@ type Config struct {
 	// ReadHeaderTimeout and IdleTimeout cut off slow and idle clients
 	// (defaults 5s and 90s).
 	ReadHeaderTimeout, IdleTimeout time.Duration
+	// MaxInflight bounds the reviews decoded and evaluated at once (default
+	// GOMAXPROCS); a review that finds no free slot before its deadline is
+	// answered 429, so the API server applies the webhook's failurePolicy.
+	MaxInflight int
+	// MaxListItems is the longest list an object may hold to be evaluated
+	// (default DefaultMaxListItems); a longer one is answered 413.
+	MaxListItems int
 }
 
 // Server is the admission webhook.
@@ -45,11 +54,16 @@ type Server struct {
 	http   *http.Server
 	// inflight counts reviews being answered, for the log.
 	inflight atomic.Int64
-	// busy counts connections that are new or serving a request: the drain
-	// waits for it to reach zero.
+	// slots holds one token per review being decoded or evaluated;
+	// largeSlots one per review of a body over LargeBodyBytes.
+	slots, largeSlots chan struct{}
+	// conns knows which connections are new or serving a request: the
+	// drain waits for none to be left.
 	conns    connTracker
 	listener atomic.Pointer[net.Listener]
-	draining atomic.Bool
+	// closing is set when the drain starts: every answer from then on
+	// closes its connection. draining is set when the listener closes.
+	closing, draining atomic.Bool
 }
 
 // New returns a server for cfg; call Serve to start it.
@@ -69,14 +83,42 @@ func New(cfg Config) *Server {
 	if cfg.IdleTimeout == 0 {
 		cfg.IdleTimeout = 90 * time.Second
 	}
-	s := &Server{cfg: cfg}
+	if cfg.MaxListItems <= 0 {
+		cfg.MaxListItems = DefaultMaxListItems
+	}
+	if cfg.MaxInflight <= 0 {
+		cfg.MaxInflight = goruntime.GOMAXPROCS(0)
+	}
+	s := &Server{cfg: cfg, slots: make(chan struct{}, cfg.MaxInflight), largeSlots: make(chan struct{}, 1)}
 	s.engine.Store(cfg.Engine)
+	s.http = &http.Server{
+		Handler:           s.closeWhileDraining(s.routes()),
+		TLSConfig:         tlsConfig(cfg),
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		ReadTimeout:       15 * time.Second,
+		WriteTimeout:      35 * time.Second,
+		IdleTimeout:       cfg.IdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
+		ConnState:         s.conns.track,
+	}
+	return s
+}
+
+// routes are the webhook's endpoints.
+func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/validate", s.reviewHandler(PhaseValidate))
 	mux.Handle("/mutate", s.reviewHandler(PhaseMutate))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { writeText(w, http.StatusOK, "ok") })
 	mux.HandleFunc("/readyz", s.readyz)
-	mux.Handle("/metrics", promhttp.HandlerFor(cfg.Metrics.Registry, promhttp.HandlerOpts{}))
+	mux.Handle("/metrics", promhttp.HandlerFor(s.cfg.Metrics.Registry, promhttp.HandlerOpts{}))
+	return mux
+}
+
+// tlsConfig serves cfg's certificate, and checks client certificates when
+// cfg has client CAs.
+func tlsConfig(cfg Config) *tls.Config {
 	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: cfg.Certs.GetCertificate}
 	if cfg.ClientCAs != nil {
 		tlsCfg.ClientAuth = tls.RequireAndVerifyClientCert
@@ -87,18 +129,20 @@ func New(cfg Config) *Server {
 			return c, nil
 		}
 	}
-	s.http = &http.Server{
-		Handler:           mux,
-		TLSConfig:         tlsCfg,
-		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
-		ReadTimeout:       15 * time.Second,
-		WriteTimeout:      35 * time.Second,
-		IdleTimeout:       cfg.IdleTimeout,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
-		ConnState:         s.conns.track,
-	}
-	return s
+	return tlsCfg
+}
+
+// closeWhileDraining answers with Connection: close once the drain has
+// started, so a client stops using its keep-alive connection after the
+// answer (HTTP/2 turns the header into a graceful GOAWAY) instead of
+// writing a request on a connection the server is about to close.
+func (s *Server) closeWhileDraining(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.closing.Load() {
+			w.Header().Set("Connection", "close")
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // Swap replaces the policy set atomically: reviews in flight finish with
@@ -121,11 +165,15 @@ func (s *Server) Serve(l net.Listener) error {
 }
 
 // Shutdown drains the server without dropping a request it accepted:
-// readiness turns false, and after delay (for endpoints to drop the pod) the
-// listener closes, keep-alives stop, and every connection that is new or
-// serving a request is waited for, bounded by ctx. (http.Server.Shutdown
-// alone would discard a request read after it started.)
+// readiness turns false and every answer closes its connection, so clients
+// leave their keep-alive connections while they are still served; after
+// delay (for endpoints to drop the pod) the listener closes, every
+// connection that is new or serving a request is waited for, and only then
+// are the connections left idle through the whole delay closed, all bounded
+// by ctx. (http.Server.Shutdown, or SetKeepAlivesEnabled(false), alone would
+// close idle keep-alive connections a client may be writing a request on.)
 func (s *Server) Shutdown(ctx context.Context, delay time.Duration) error {
+	s.closing.Store(true)
 	s.ready.Store(false)
 	s.cfg.Logger.Info("shutting down", "phase", "shutdown", "inflight", s.inflight.Load(), "delay", delay.String())
 	select {
@@ -136,7 +184,6 @@ func (s *Server) Shutdown(ctx context.Context, delay time.Duration) error {
 	if l := s.listener.Load(); l != nil {
 		(*l).Close()
 	}
-	s.http.SetKeepAlivesEnabled(false)
 	for s.conns.busy() > 0 {
 		select {
 		case <-ctx.Done():
@@ -187,17 +234,26 @@ func (s *Server) reviewHandler(phase Phase) http.Handler {
 }
 
 func (s *Server) review(r *http.Request, phase Phase, entry *logEntry) (*admissionv1.AdmissionReview, *httpError) {
-	review, err := readReview(r)
+	ctx, cancel := reviewDeadline(r.Context(), r, s.cfg.ReviewTimeout)
+	defer cancel()
+	body, err := readBody(r)
+	if err != nil {
+		return nil, asHTTPError(err)
+	}
+	release, err := s.acquire(ctx, len(body))
+	if err != nil {
+		return nil, asHTTPError(err)
+	}
+	defer release()
+	review, err := decodeReview(body)
 	if err != nil {
 		return nil, asHTTPError(err)
 	}
 	entry.fromRequest(review.Request)
-	req, err := toRequest(review.Request, s.cfg.NamespaceLabels)
+	req, err := toRequest(review.Request, s.cfg.NamespaceLabels, s.cfg.MaxListItems)
 	if err != nil {
 		return nil, asHTTPError(err)
 	}
-	ctx, cancel := reviewDeadline(r.Context(), r, s.cfg.ReviewTimeout)
-	defer cancel()
 	res, err := decide(ctx, s.engine.Load(), phase, req)
 	if err != nil {
 		return nil, asHTTPError(err)
@@ -208,6 +264,37 @@ func (s *Server) review(r *http.Request, phase Phase, entry *logEntry) (*admissi
 	}
 	entry.fromResult(res, resp)
 	return &admissionv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: resp}, nil
+}
+
+// LargeBodyBytes is the body size above which a review is decoded and
+// evaluated in a lane of its own, one at a time: real pod reviews are a few
+// KiB, and decoding a review of a megabyte takes as long as evaluating
+// hundreds of ordinary ones, so large reviews never hold the slots ordinary
+// ones wait for.
+const LargeBodyBytes = 256 << 10
+
+// acquire waits for an evaluation slot, in the lane a body of size bytes
+// belongs to, until ctx's deadline; release gives it back. Decoding and
+// evaluating only inside a slot bounds the CPU and the memory that reviews
+// take at once, whatever arrives.
+func (s *Server) acquire(ctx context.Context, size int) (release func(), err error) {
+	slots, lane := s.slots, fmt.Sprintf("no evaluation slot of %d", cap(s.slots))
+	if size > LargeBodyBytes {
+		slots, lane = s.largeSlots, fmt.Sprintf("no evaluation slot for a review over %d KiB (one at a time)", LargeBodyBytes>>10)
+	}
+	release = func() { <-slots }
+	select {
+	case slots <- struct{}{}:
+		return release, nil
+	default:
+	}
+	select {
+	case slots <- struct{}{}:
+		return release, nil
+	case <-ctx.Done():
+		return nil, &httpError{code: http.StatusTooManyRequests, msg: "too many reviews in flight: " + lane +
+			" freed before the review's deadline (raise --max-inflight or add replicas); the API server applies the webhook's failurePolicy"}
+	}
 }
 
 func asHTTPError(err error) *httpError {
