@@ -127,6 +127,7 @@ func (e *Engine) Admit(ctx context.Context, req *Request) (*Result, error) {
 	res.Violations = append(res.Violations, v.Violations...)
 	res.AuditAnnotations = mergeAnnotations(res.AuditAnnotations, v.AuditAnnotations)
 	res.Fired = appendUnique(res.Fired, v.Fired...)
+	res.Trace = append(res.Trace, v.Trace...)
 	return res, nil
 }
 
@@ -136,35 +137,51 @@ func (e *Engine) Validate(ctx context.Context, req *Request) (*Result, error) {
 	ev := e.newEvaluation(req, req.Object)
 	for i := range e.set.Policies {
 		p := &e.set.Policies[i]
-		if p.Kind != ir.Validating || !Matches(p, req) {
+		if p.Kind != ir.Validating {
+			continue
+		}
+		if !Matches(p, req) {
+			res.trace(req.Explain, p, NotMatched, whyNotMatched(p, req))
 			continue
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		e.validateOne(ctx, ev, p, e.compiled[i], res)
+		o, detail := e.validateOne(ctx, ev, p, e.compiled[i], res)
+		res.trace(req.Explain, p, o, detail)
 	}
 	return res, nil
 }
 
-func (e *Engine) validateOne(ctx context.Context, ev *evaluation, p *ir.Policy, c *celenv.CompiledPolicy, res *Result) {
+// validateOne evaluates one matching validating policy into res and says
+// what it did.
+func (e *Engine) validateOne(ctx context.Context, ev *evaluation, p *ir.Policy, c *celenv.CompiledPolicy, res *Result) (Outcome, string) {
 	params, found := ev.params(p)
 	if !found {
 		if p.ParamRef != nil && p.ParamRef.ParameterNotFoundAction == ir.ParamAllow {
-			return
+			return NoParams, "no parameter object; parameterNotFoundAction Allow"
 		}
 		if p.FailurePolicy != ir.Ignore {
 			res.addViolation(Violation{Policy: p.Name, Actions: []ir.Action{ir.Deny}, Message: "failed to configure binding: " + errParamNotFound.Error(), Error: true})
+			return Violated, "no parameter object"
 		}
-		return
+		return Failed, "no parameter object; ignored by failurePolicy Ignore"
 	}
 	out := c.Validator.Validate(ctx, ev.req.Resource, ev.attr, params, ev.ns, celconfig.RuntimeCELCostBudget, nil)
+	if len(out.Decisions) == 0 {
+		return SkippedByConditions, "a matchCondition is false"
+	}
+	outcome, detail := Passed, ""
 	for _, d := range out.Decisions {
 		switch {
 		case d.Evaluation == validating.EvalDeny:
 			res.addViolation(Violation{Policy: p.Name, Actions: p.Actions, Message: d.Message})
+			outcome = Violated
 		case d.Evaluation == validating.EvalError && d.Action == validating.ActionDeny:
 			res.addViolation(Violation{Policy: p.Name, Actions: p.Actions, Message: d.Message, Error: true})
+			outcome, detail = Violated, "evaluation error"
+		case d.Evaluation == validating.EvalError && outcome == Passed:
+			outcome, detail = Failed, "evaluation error ignored by failurePolicy Ignore: "+d.Message
 		}
 	}
 	for _, a := range out.AuditAnnotations {
@@ -172,8 +189,10 @@ func (e *Engine) validateOne(ctx context.Context, ev *evaluation, p *ir.Policy, 
 			res.setAnnotation(p.Name+"."+a.Key, a.Value)
 		} else if a.Action == validating.AuditAnnotationActionError {
 			res.addViolation(Violation{Policy: p.Name, Actions: p.Actions, Message: a.Error, Error: true})
+			outcome, detail = Violated, "audit annotation error"
 		}
 	}
+	return outcome, detail
 }
 
 // Mutate runs every matching mutating policy on req.Object, in order, each
@@ -188,20 +207,30 @@ func (e *Engine) Mutate(ctx context.Context, req *Request) (*Result, error) {
 	current := req.Object
 	for i := range e.set.Policies {
 		p := &e.set.Policies[i]
-		if p.Kind != ir.Mutating || !Matches(p, req) {
+		if p.Kind != ir.Mutating {
+			continue
+		}
+		if !Matches(p, req) {
+			res.trace(req.Explain, p, NotMatched, whyNotMatched(p, req))
 			continue
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		next, err := e.mutateOne(ctx, req, current, p, e.compiled[i])
-		if err != nil {
-			if p.FailurePolicy != ir.Ignore {
-				res.addViolation(Violation{Policy: p.Name, Actions: []ir.Action{ir.Deny}, Message: err.Error(), Error: true})
-			}
+		next, skipped, err := e.mutateOne(ctx, req, current, p, e.compiled[i])
+		switch {
+		case err != nil && p.FailurePolicy != ir.Ignore:
+			res.addViolation(Violation{Policy: p.Name, Actions: []ir.Action{ir.Deny}, Message: err.Error(), Error: true})
+			res.trace(req.Explain, p, Violated, err.Error())
 			continue
-		}
-		if next == current {
+		case err != nil:
+			res.trace(req.Explain, p, Failed, "ignored by failurePolicy Ignore: "+err.Error())
+			continue
+		case skipped != "":
+			res.trace(req.Explain, p, SkippedByConditions, skipped)
+			continue
+		case next == current:
+			res.trace(req.Explain, p, Unchanged, "")
 			continue
 		}
 		ops, err := Diff(current, next)
@@ -211,6 +240,9 @@ func (e *Engine) Mutate(ctx context.Context, req *Request) (*Result, error) {
 		if len(ops) > 0 {
 			res.Patches = append(res.Patches, PolicyPatch{Policy: p.Name, Ops: ops})
 			res.Fired = appendUnique(res.Fired, p.Name)
+			res.trace(req.Explain, p, Mutated, fmt.Sprintf("%d patch operation(s)", len(ops)))
+		} else {
+			res.trace(req.Explain, p, Unchanged, "")
 		}
 		current = next
 	}
@@ -226,14 +258,16 @@ func (e *Engine) Mutate(ctx context.Context, req *Request) (*Result, error) {
 	return res, nil
 }
 
-func (e *Engine) mutateOne(ctx context.Context, req *Request, obj *unstructured.Unstructured, p *ir.Policy, c *celenv.CompiledPolicy) (*unstructured.Unstructured, error) {
+// mutateOne runs one matching mutating policy; skipped says why it did not
+// run (no params under Allow, a false matchCondition), else "".
+func (e *Engine) mutateOne(ctx context.Context, req *Request, obj *unstructured.Unstructured, p *ir.Policy, c *celenv.CompiledPolicy) (_ *unstructured.Unstructured, skipped string, _ error) {
 	ev := e.newEvaluation(req, obj)
 	params, found := ev.params(p)
 	if !found {
 		if p.ParamRef != nil && p.ParamRef.ParameterNotFoundAction == ir.ParamAllow {
-			return obj, nil
+			return obj, "no parameter object; parameterNotFoundAction Allow", nil
 		}
-		return nil, fmt.Errorf("failed to configure binding: %w", errParamNotFound)
+		return nil, "", fmt.Errorf("failed to configure binding: %w", errParamNotFound)
 	}
 	// As the API server's mutating dispatcher: one composition context per
 	// policy invocation, so variables resolve for matcher and mutations.
@@ -241,10 +275,10 @@ func (e *Engine) mutateOne(ctx context.Context, req *Request, obj *unstructured.
 	if c.Matcher != nil {
 		m := c.Matcher.Match(ctx, ev.attr, params, nil)
 		if m.Error != nil {
-			return nil, m.Error
+			return nil, "", m.Error
 		}
 		if !m.Matches {
-			return obj, nil
+			return obj, "a matchCondition is false", nil
 		}
 	}
 	for _, patcher := range c.Patchers {
@@ -256,16 +290,16 @@ func (e *Engine) mutateOne(ctx context.Context, req *Request, obj *unstructured.
 			Namespace:           ev.ns,
 		}, celconfig.RuntimeCELCostBudget)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		u, ok := out.(*unstructured.Unstructured)
 		if !ok {
-			return nil, fmt.Errorf("mutation returned %T, want an unstructured object", out)
+			return nil, "", fmt.Errorf("mutation returned %T, want an unstructured object", out)
 		}
 		ev.attr.VersionedObject = u
 		obj = u
 	}
-	return obj, nil
+	return obj, "", nil
 }
 
 // mentions reports whether any expression of the set contains name. It is

@@ -29,25 +29,66 @@ const MaxManifestBytes = 16 << 20
 // ReadManifests reads manifest files and directories (their .json, .yaml and
 // .yml files, sorted, not recursive).
 func ReadManifests(paths []string) ([]Manifest, error) {
+	ms, _, err := ReadManifestsReport(paths)
+	return ms, err
+}
+
+// ReadManifestsReport is ReadManifests that also skips, inside directories,
+// files that hold no Kubernetes object (kustomization.yaml, Helm's
+// values.yaml and Chart.yaml: no kind, or a kustomize.config.k8s.io kind),
+// returning a notice for each. A file named explicitly is never skipped, and
+// reading no object at all is an error.
+func ReadManifestsReport(paths []string) ([]Manifest, []string, error) {
 	var out []Manifest
+	var notices []string
 	for _, p := range paths {
-		files, err := manifestFiles(p)
+		files, inDir, err := manifestFiles(p)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, f := range files {
 			data, err := readBounded(f)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
+			}
+			if inDir {
+				if why := notAnObjectFile(data); why != "" {
+					notices = append(notices, fmt.Sprintf("skipped %s: %s", f, why))
+					continue
+				}
 			}
 			ms, err := DecodeManifests(f, data)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			out = append(out, ms...)
 		}
 	}
-	return out, nil
+	if len(out) == 0 {
+		return nil, notices, fmt.Errorf("no Kubernetes objects in %s", strings.Join(paths, ", "))
+	}
+	return out, notices, nil
+}
+
+// notAnObjectFile says why a file's first document is not a Kubernetes
+// object, or "" when it is one (or is not valid YAML: that is reported when
+// the file is decoded).
+func notAnObjectFile(data []byte) string {
+	var head struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	if err := dec.Decode(&head); err != nil {
+		return ""
+	}
+	switch {
+	case head.Kind == "":
+		return "not a Kubernetes object (no kind)"
+	case strings.HasPrefix(head.APIVersion, "kustomize.config.k8s.io/"):
+		return "a kustomize " + head.Kind + ", not an object the API server admits"
+	}
+	return ""
 }
 
 func readBounded(name string) ([]byte, error) {
@@ -66,17 +107,18 @@ func readBounded(name string) ([]byte, error) {
 	return data, nil
 }
 
-func manifestFiles(p string) ([]string, error) {
+// manifestFiles lists the files of path p; inDir is true when p is a directory.
+func manifestFiles(p string) ([]string, bool, error) {
 	info, err := os.Stat(p)
 	if err != nil {
-		return nil, fmt.Errorf("read manifest: %w", err)
+		return nil, false, fmt.Errorf("read manifest: %w", err)
 	}
 	if !info.IsDir() {
-		return []string{p}, nil
+		return []string{p}, false, nil
 	}
 	entries, err := os.ReadDir(p)
 	if err != nil {
-		return nil, fmt.Errorf("read manifest directory: %w", err)
+		return nil, true, fmt.Errorf("read manifest directory: %w", err)
 	}
 	var files []string
 	for _, e := range entries {
@@ -88,7 +130,7 @@ func manifestFiles(p string) ([]string, error) {
 		}
 	}
 	sort.Strings(files)
-	return files, nil
+	return files, true, nil
 }
 
 // DecodeManifests decodes JSON or (multi-document) YAML into objects; a

@@ -31,6 +31,8 @@ type Request struct {
 	Params []*unstructured.Unstructured
 	User   user.Info
 	DryRun bool
+	// Explain asks for Result.Trace.
+	Explain bool
 }
 
 // RequestFor builds a request for obj as `kubectl create` (or, with old, an

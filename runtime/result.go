@@ -56,6 +56,9 @@ type Result struct {
 	AuditAnnotations map[string]string `json:"auditAnnotations,omitempty"`
 	// Fired names the policies that patched or found a violation.
 	Fired []string `json:"fired,omitempty"`
+	// Trace is every policy's part in the decision, in evaluation order,
+	// when the request asked for it (Request.Explain).
+	Trace []PolicyTrace `json:"trace,omitempty"`
 }
 
 func (r *Result) addViolation(v Violation) {

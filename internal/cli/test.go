@@ -24,6 +24,7 @@ type TestOptions struct {
 	SubResource string
 	Old         string
 	Output      string
+	Explain     bool
 	Manifests   []string
 
 	engine *runtime.Engine
@@ -53,6 +54,9 @@ or a policy that does not compile.`,
   # A policy with parameters (paramKind ConfigMap)
   admitc test -p examples/policies/params-policy.yaml --params examples/params/registries-k8s.json examples/manifests/good.json
 
+  # Why was nothing denied? Each policy's part in each decision
+  admitc test --explain -p policies.yaml deploy/
+
   # kubectl debug: an UPDATE of pods/ephemeralcontainers
   admitc test --operation UPDATE --subresource ephemeralcontainers --old examples/manifests/good.json examples/more/debug-sysadmin.json`,
 		Args: cobra.MinimumNArgs(1),
@@ -75,6 +79,7 @@ or a policy that does not compile.`,
 	f.StringVar(&o.SubResource, "subresource", "", "subresource of the request, e.g. ephemeralcontainers")
 	f.StringVar(&o.Old, "old", "", "file holding the old object, for UPDATE")
 	f.StringVarP(&o.Output, "output", "o", "text", "output format: text or json")
+	f.BoolVar(&o.Explain, "explain", false, "say, per object, what every policy did: not matched (and why), skipped by matchConditions, passed, violated, mutated")
 	return cmd
 }
 
@@ -136,6 +141,12 @@ type TestResult struct {
 	*runtime.Result
 	Warnings         []string          `json:"warnings,omitempty"`
 	AuditAnnotations map[string]string `json:"auditAnnotations,omitempty"`
+	// Notices are admitc's own remarks on the object, such as a kind no
+	// loaded policy matches.
+	Notices []string `json:"notices,omitempty"`
+	// repeated is true when another manifest has the same kind, namespace
+	// and name, so text output names the source file.
+	repeated bool
 }
 
 // Run judges every manifest and prints the results.
@@ -143,16 +154,21 @@ func (o *TestOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	ms, err := runtime.ReadManifests(o.Manifests)
+	ms, notices, err := runtime.ReadManifestsReport(o.Manifests)
+	for _, n := range notices {
+		fmt.Fprintf(o.Err, "notice: %s\n", n)
+	}
 	if err != nil {
 		return usageError(err)
 	}
+	repeated := repeatedNames(ms)
 	var results []TestResult
-	for _, m := range ms {
+	for i, m := range ms {
 		r, err := o.admit(ctx, m)
 		if err != nil {
 			return usageError(fmt.Errorf("%s: %w", m.Source, err))
 		}
+		r.repeated = repeated[i]
 		results = append(results, r)
 	}
 	if o.Output == "json" {
@@ -178,14 +194,37 @@ func (o *TestOptions) admit(ctx context.Context, m runtime.Manifest) (TestResult
 	req := runtime.RequestFor(m.Object, o.old, o.Namespace)
 	req.SubResource = o.SubResource
 	req.Params = o.params
+	req.Explain = o.Explain
 	res, err := o.engine.Admit(ctx, req)
 	if err != nil {
 		return TestResult{}, err
 	}
-	return TestResult{
+	r := TestResult{
 		Source: m.Source, Kind: m.Object.GetKind(), Namespace: req.Namespace, Name: m.Object.GetName(),
 		Allowed: res.Allowed(), Result: res, Warnings: res.Warnings(), AuditAnnotations: res.Annotations(),
-	}, nil
+	}
+	if !o.engine.MatchesAnyResource(req) {
+		r.Notices = append(r.Notices, fmt.Sprintf("no loaded policy matches %s (%s, resource %s): nothing judged it; check the kind's spelling and the policies' match.kinds",
+			r.Kind, m.Object.GetAPIVersion(), req.Resource.Resource))
+	}
+	return r, nil
+}
+
+// repeatedNames marks the manifests whose kind, namespace and name another
+// manifest shares.
+func repeatedNames(ms []runtime.Manifest) []bool {
+	key := func(m runtime.Manifest) string {
+		return m.Object.GetAPIVersion() + "/" + m.Object.GetKind() + "/" + m.Object.GetNamespace() + "/" + m.Object.GetName()
+	}
+	count := map[string]int{}
+	for _, m := range ms {
+		count[key(m)]++
+	}
+	out := make([]bool, len(ms))
+	for i, m := range ms {
+		out[i] = count[key(m)] > 1
+	}
+	return out
 }
 
 func writeTestJSON(w io.Writer, results []TestResult) error {
@@ -228,7 +267,14 @@ func writeTestText(w io.Writer, results []TestResult) error {
 		if !r.Allowed {
 			verdict = "DENIED"
 		}
-		fmt.Fprintf(&b, "%s %s %s\n", verdict, r.Kind, objectRef(r.Namespace, r.Name))
+		fmt.Fprintf(&b, "%s %s %s", verdict, r.Kind, objectRef(r.Namespace, r.Name))
+		if r.repeated {
+			fmt.Fprintf(&b, " (%s)", r.Source)
+		}
+		b.WriteString("\n")
+		for _, n := range r.Notices {
+			fmt.Fprintf(&b, "  warning: %s\n", n)
+		}
 		for _, p := range r.Patches {
 			for _, op := range p.Ops {
 				fmt.Fprintf(&b, "  patch %s %s%s (%s)\n", op.Op, op.Path, patchValue(op), p.Policy)
@@ -239,6 +285,13 @@ func writeTestText(w io.Writer, results []TestResult) error {
 		}
 		for _, k := range sortedAnnotationKeys(r.Result.AuditAnnotations) {
 			fmt.Fprintf(&b, "  audit-annotation %s=%s\n", k, r.Result.AuditAnnotations[k])
+		}
+		for _, t := range r.Trace {
+			fmt.Fprintf(&b, "  explain %s: %s", t.Policy, t.Outcome)
+			if t.Detail != "" {
+				fmt.Fprintf(&b, " (%s)", t.Detail)
+			}
+			b.WriteString("\n")
 		}
 	}
 	s := summarise(results)
