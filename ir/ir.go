@@ -108,6 +108,10 @@ type Policy struct {
 	// Parameters are a built-in type's own settings, kept beside the CEL they
 	// were lowered to so a backend can use a native idiom where one exists.
 	Parameters *Parameters `json:"parameters,omitempty"`
+	// MatchConstraints and Bindings are set on imported policies; see
+	// binding.go. Match, Actions and ParamRef then do not apply.
+	MatchConstraints *MatchResources `json:"matchConstraints,omitempty"`
+	Bindings         []Binding       `json:"bindings,omitempty"`
 	// Notes say what the compiler decided on the policy's behalf that its
 	// author should know (for example: it covers Pods only, and why).
 	Notes []string `json:"notes,omitempty"`
@@ -153,10 +157,12 @@ type ParamKind struct {
 	Kind       string `json:"kind"`
 }
 
-// ParamRef selects the parameter object a binding uses.
+// ParamRef selects the parameter objects a binding uses: one by name, or
+// every object of the policy's paramKind its selector matches.
 type ParamRef struct {
 	Name                    string                  `json:"name,omitempty"`
 	Namespace               string                  `json:"namespace,omitempty"`
+	Selector                *LabelSelector          `json:"selector,omitempty"`
 	ParameterNotFoundAction ParameterNotFoundAction `json:"parameterNotFoundAction"`
 }
 

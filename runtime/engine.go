@@ -7,11 +7,11 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/matching"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
@@ -51,7 +51,10 @@ var objectInterfaces = admission.NewObjectInterfacesFromScheme(k8sruntime.NewSch
 type evaluation struct {
 	req  *Request
 	attr *admission.VersionedAttributes
-	ns   *corev1.Namespace
+	// ns is namespaceObject for CEL (nil when no expression reads it);
+	// nsObj is the request's namespace for selectors.
+	ns, nsObj *corev1.Namespace
+	match     *matching.Matcher
 }
 
 func (e *Engine) newEvaluation(req *Request, obj *unstructured.Unstructured) *evaluation {
@@ -75,13 +78,8 @@ func newEvaluation(req *Request, obj *unstructured.Unstructured) *evaluation {
 	ev := &evaluation{req: req, attr: &admission.VersionedAttributes{
 		Attributes: attrs, VersionedKind: req.Kind, VersionedObject: object, VersionedOldObject: old,
 	}}
-	if req.Namespace != "" {
-		labels := map[string]string{corev1.LabelMetadataName: req.Namespace}
-		for k, v := range req.NamespaceLabels {
-			labels[k] = v
-		}
-		ev.ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: req.Namespace, Labels: labels}}
-	}
+	ev.nsObj = namespaceObject(req)
+	ev.ns = ev.nsObj
 	return ev
 }
 
@@ -140,12 +138,16 @@ func (e *Engine) Validate(ctx context.Context, req *Request) (*Result, error) {
 		if p.Kind != ir.Validating {
 			continue
 		}
-		if !Matches(p, req) {
+		if !p.Imported() && !Matches(p, req) {
 			res.trace(req.Explain, p, NotMatched, whyNotMatched(p, req))
 			continue
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
+		}
+		if p.Imported() {
+			e.validateImported(ctx, ev, p, e.compiled[i], res)
+			continue
 		}
 		o, detail := e.validateOne(ctx, ev, p, e.compiled[i], res)
 		res.trace(req.Explain, p, o, detail)
@@ -168,6 +170,12 @@ func (e *Engine) validateOne(ctx context.Context, ev *evaluation, p *ir.Policy, 
 		return Failed, "no parameter object; ignored by failurePolicy Ignore"
 	}
 	out := c.Validator.Validate(ctx, ev.req.Resource, ev.attr, params, ev.ns, celconfig.RuntimeCELCostBudget, nil)
+	return record(out, p, "", p.Actions, res)
+}
+
+// record adds a validation result of p (through binding, with actions) to
+// res and says what the policy did.
+func record(out validating.ValidateResult, p *ir.Policy, binding string, actions []ir.Action, res *Result) (Outcome, string) {
 	if len(out.Decisions) == 0 {
 		return SkippedByConditions, "a matchCondition is false"
 	}
@@ -175,10 +183,10 @@ func (e *Engine) validateOne(ctx context.Context, ev *evaluation, p *ir.Policy, 
 	for _, d := range out.Decisions {
 		switch {
 		case d.Evaluation == validating.EvalDeny:
-			res.addViolation(Violation{Policy: p.Name, Actions: p.Actions, Message: d.Message})
+			res.addViolation(Violation{Policy: p.Name, Binding: binding, Actions: actions, Message: d.Message})
 			outcome = Violated
 		case d.Evaluation == validating.EvalError && d.Action == validating.ActionDeny:
-			res.addViolation(Violation{Policy: p.Name, Actions: p.Actions, Message: d.Message, Error: true})
+			res.addViolation(Violation{Policy: p.Name, Binding: binding, Actions: actions, Message: d.Message, Error: true})
 			outcome, detail = Violated, "evaluation error"
 		case d.Evaluation == validating.EvalError && outcome == Passed:
 			outcome, detail = Failed, "evaluation error ignored by failurePolicy Ignore: "+d.Message
@@ -188,11 +196,97 @@ func (e *Engine) validateOne(ctx context.Context, ev *evaluation, p *ir.Policy, 
 		if a.Action == validating.AuditAnnotationActionPublish {
 			res.setAnnotation(p.Name+"."+a.Key, a.Value)
 		} else if a.Action == validating.AuditAnnotationActionError {
-			res.addViolation(Violation{Policy: p.Name, Actions: p.Actions, Message: a.Error, Error: true})
+			res.addViolation(Violation{Policy: p.Name, Binding: binding, Actions: actions, Message: a.Error, Error: true})
 			outcome, detail = Violated, "audit annotation error"
 		}
 	}
 	return outcome, detail
+}
+
+// validateImported evaluates an imported policy through each of its
+// bindings that matches, with each binding's parameter objects, as the
+// API server's validating policy dispatcher does.
+func (e *Engine) validateImported(ctx context.Context, ev *evaluation, p *ir.Policy, c *celenv.CompiledPolicy, res *Result) {
+	for _, b := range e.matchingBindings(ev, p, res) {
+		params, err := ev.bindingParams(p, b.ParamRef)
+		if err != nil {
+			e.configError(ev, p, b.Name, err, res)
+			continue
+		}
+		if len(params) == 0 {
+			res.trace(ev.req.Explain, p, NoParams, "binding "+b.Name+": no parameter object; parameterNotFoundAction Allow")
+		}
+		for _, param := range params {
+			out := c.Validator.Validate(ctx, ev.req.Resource, ev.attr, param, ev.ns, celconfig.RuntimeCELCostBudget, nil)
+			o, detail := record(out, p, b.Name, b.Actions, res)
+			res.trace(ev.req.Explain, p, o, joinDetail("binding "+b.Name, detail))
+		}
+	}
+}
+
+// matchingBindings returns the bindings of an imported policy that match
+// the request, after its matchConstraints; it traces the ones that do not.
+func (e *Engine) matchingBindings(ev *evaluation, p *ir.Policy, res *Result) []*ir.Binding {
+	ok, err := ev.matches(p.MatchConstraints)
+	if err != nil {
+		e.configError(ev, p, "", err, res)
+		return nil
+	}
+	if !ok {
+		res.trace(ev.req.Explain, p, NotMatched, "its matchConstraints do not match "+describeRequest(ev.req))
+		return nil
+	}
+	if len(p.Bindings) == 0 {
+		res.trace(ev.req.Explain, p, NotMatched, "it has no binding")
+	}
+	var out []*ir.Binding
+	for i := range p.Bindings {
+		b := &p.Bindings[i]
+		if b.MatchResources != nil {
+			ok, err := ev.matches(b.MatchResources)
+			if err != nil {
+				e.configError(ev, p, b.Name, err, res)
+				continue
+			}
+			if !ok {
+				res.trace(ev.req.Explain, p, NotMatched, "binding "+b.Name+": its matchResources do not match "+describeRequest(ev.req))
+				continue
+			}
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+func (e *Engine) configError(ev *evaluation, p *ir.Policy, binding string, err error, res *Result) {
+	if v, deny := configError(p, binding, err); deny {
+		res.addViolation(v)
+		res.trace(ev.req.Explain, p, Violated, v.Message)
+		return
+	}
+	res.trace(ev.req.Explain, p, Failed, "ignored by failurePolicy Ignore: "+err.Error())
+}
+
+func joinDetail(a, b string) string {
+	if b == "" {
+		return a
+	}
+	return a + ": " + b
+}
+
+func describeRequest(req *Request) string {
+	what := req.Resource.Resource
+	if req.SubResource != "" {
+		what += "/" + req.SubResource
+	}
+	return fmt.Sprintf("%s %s %s", req.Operation, what, objectName(req))
+}
+
+func objectName(req *Request) string {
+	if req.Namespace == "" {
+		return req.Name
+	}
+	return req.Namespace + "/" + req.Name
 }
 
 // Mutate runs every matching mutating policy on req.Object, in order, each
@@ -210,12 +304,16 @@ func (e *Engine) Mutate(ctx context.Context, req *Request) (*Result, error) {
 		if p.Kind != ir.Mutating {
 			continue
 		}
-		if !Matches(p, req) {
+		if !p.Imported() && !Matches(p, req) {
 			res.trace(req.Explain, p, NotMatched, whyNotMatched(p, req))
 			continue
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
+		}
+		if p.Imported() {
+			current = e.mutateImported(ctx, req, current, p, e.compiled[i], res)
+			continue
 		}
 		next, skipped, err := e.mutateOne(ctx, req, current, p, e.compiled[i])
 		switch {
@@ -233,17 +331,7 @@ func (e *Engine) Mutate(ctx context.Context, req *Request) (*Result, error) {
 			res.trace(req.Explain, p, Unchanged, "")
 			continue
 		}
-		ops, err := Diff(current, next)
-		if err != nil {
-			return nil, err
-		}
-		if len(ops) > 0 {
-			res.Patches = append(res.Patches, PolicyPatch{Policy: p.Name, Ops: ops})
-			res.Fired = appendUnique(res.Fired, p.Name)
-			res.trace(req.Explain, p, Mutated, fmt.Sprintf("%d patch operation(s)", len(ops)))
-		} else {
-			res.trace(req.Explain, p, Unchanged, "")
-		}
+		res.recordPatch(req.Explain, p, "", current, next)
 		current = next
 	}
 	res.Object = current
@@ -269,6 +357,51 @@ func (e *Engine) mutateOne(ctx context.Context, req *Request, obj *unstructured.
 		}
 		return nil, "", fmt.Errorf("failed to configure binding: %w", errParamNotFound)
 	}
+	return e.runMutations(ctx, ev, obj, c, params)
+}
+
+// mutateImported runs an imported mutating policy through each binding that
+// matches, with each of its parameter objects, and returns the object after.
+func (e *Engine) mutateImported(ctx context.Context, req *Request, obj *unstructured.Unstructured, p *ir.Policy, c *celenv.CompiledPolicy, res *Result) *unstructured.Unstructured {
+	ev := e.newEvaluation(req, obj)
+	for _, b := range e.matchingBindings(ev, p, res) {
+		params, err := ev.bindingParams(p, b.ParamRef)
+		if err != nil {
+			e.configError(ev, p, b.Name, err, res)
+			continue
+		}
+		for _, param := range params {
+			next, skipped, err := e.runMutations(ctx, e.newEvaluation(req, obj), obj, c, param)
+			switch {
+			case err != nil:
+				e.configError(ev, p, b.Name, err, res)
+			case skipped != "":
+				res.trace(req.Explain, p, SkippedByConditions, joinDetail("binding "+b.Name, skipped))
+			default:
+				res.recordPatch(req.Explain, p, b.Name, obj, next)
+				obj = next
+			}
+		}
+	}
+	return obj
+}
+
+// recordPatch records what a mutating policy changed from before to after.
+func (r *Result) recordPatch(explain bool, p *ir.Policy, binding string, before, after *unstructured.Unstructured) {
+	ops, err := Diff(before, after)
+	if err != nil || len(ops) == 0 {
+		r.trace(explain, p, Unchanged, binding)
+		return
+	}
+	r.Patches = append(r.Patches, PolicyPatch{Policy: p.Name, Ops: ops})
+	r.Fired = appendUnique(r.Fired, p.Name)
+	r.trace(explain, p, Mutated, joinDetail(fmt.Sprintf("%d patch operation(s)", len(ops)), binding))
+}
+
+// runMutations evaluates a mutating policy's match conditions and
+// mutations on obj with params; skipped says why it did not run.
+func (e *Engine) runMutations(ctx context.Context, ev *evaluation, obj *unstructured.Unstructured, c *celenv.CompiledPolicy, params k8sruntime.Object) (_ *unstructured.Unstructured, skipped string, _ error) {
+	req := ev.req
 	// As the API server's mutating dispatcher: one composition context per
 	// policy invocation, so variables resolve for matcher and mutations.
 	ctx = c.Compiler.CreateContext(ctx)

@@ -16,7 +16,9 @@ import (
 // Violation is one failed check of a validating policy (or a failed mutation
 // under failurePolicy Fail, which denies).
 type Violation struct {
-	Policy  string      `json:"policy"`
+	Policy string `json:"policy"`
+	// Binding names the binding of an imported policy that found it.
+	Binding string      `json:"binding,omitempty"`
 	Actions []ir.Action `json:"actions"`
 	Message string      `json:"message"`
 	// Error is true when the violation comes from an evaluation error rather
@@ -25,7 +27,13 @@ type Violation struct {
 }
 
 // Labelled renders the violation as "[policy] message".
-func (v Violation) Labelled() string { return "[" + v.Policy + "] " + v.Message }
+// An imported policy's binding is named when its name is not the policy's.
+func (v Violation) Labelled() string {
+	if v.Binding != "" && v.Binding != v.Policy {
+		return "[" + v.Policy + " (binding " + v.Binding + ")] " + v.Message
+	}
+	return "[" + v.Policy + "] " + v.Message
+}
 
 // has reports whether the violation carries action a.
 func (v Violation) has(a ir.Action) bool {
