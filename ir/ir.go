@@ -178,7 +178,9 @@ type Validation struct {
 	Expression        string `json:"expression"`
 	Message           string `json:"message,omitempty"`
 	MessageExpression string `json:"messageExpression,omitempty"`
-	Origin            Origin `json:"origin"`
+	// Reason is the HTTP reason of a denial (Forbidden when empty).
+	Reason string `json:"reason,omitempty"`
+	Origin Origin `json:"origin"`
 	// MessageExpressionOrigin is where MessageExpression is written, when set.
 	MessageExpressionOrigin *Origin `json:"messageExpressionOrigin,omitempty"`
 }
@@ -196,6 +198,9 @@ type PatchType string
 const (
 	// JSONPatch mutations are CEL expressions returning a list of JSONPatch operations.
 	JSONPatch PatchType = "JSONPatch"
+	// ApplyConfiguration mutations are CEL expressions returning an
+	// Object{...} merged into the object as a server-side apply would.
+	ApplyConfiguration PatchType = "ApplyConfiguration"
 )
 
 // Mutation is one CEL mutation of a mutating policy.

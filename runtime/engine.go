@@ -14,6 +14,7 @@ import (
 	"k8s.io/apiserver/pkg/admission/plugin/policy/matching"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	"k8s.io/client-go/openapi/openapitest"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 
 	"github.com/admitc/admitc/internal/celenv"
@@ -46,6 +47,11 @@ func NewEngine(set *ir.PolicySet) (*Engine, error) {
 func (e *Engine) PolicySet() *ir.PolicySet { return e.set }
 
 var objectInterfaces = admission.NewObjectInterfacesFromScheme(k8sruntime.NewScheme())
+
+// typeConverters give ApplyConfiguration mutations the schema of built-in
+// kinds (list keys, atomic fields), from the OpenAPI documents client-go
+// embeds, as the API server gives them its own.
+var typeConverters = patch.NewTypeConverterManager(nil, openapitest.NewEmbeddedFileClient())
 
 // evaluation is the per-request state shared by mutation and validation.
 type evaluation struct {
@@ -421,6 +427,7 @@ func (e *Engine) runMutations(ctx context.Context, ev *evaluation, obj *unstruct
 			ObjectInterfaces:    objectInterfaces,
 			OptionalVariables:   plugincel.OptionalVariableBindings{VersionedParams: params},
 			Namespace:           ev.ns,
+			TypeConverter:       typeConverters.GetTypeConverter(req.Kind),
 		}, celconfig.RuntimeCELCostBudget)
 		if err != nil {
 			return nil, "", err

@@ -56,6 +56,10 @@ func Check(p *ir.Policy, kubeVersion *version.Version) ([]ExprError, error) {
 	patchOpts := opts
 	patchOpts.HasPatchTypes = true
 	for _, m := range p.Mutations {
+		if m.PatchType == ir.ApplyConfiguration {
+			collect(m.Origin, m.Expression, cc.CompileCELExpression(&patch.ApplyConfigurationCondition{Expression: m.Expression}, patchOpts, mode))
+			continue
+		}
 		collect(m.Origin, m.Expression, cc.CompileCELExpression(&patch.JSONPatchCondition{Expression: m.Expression}, patchOpts, mode))
 	}
 	return errs, nil

@@ -52,6 +52,11 @@ func Compile(p *ir.Policy) (*CompiledPolicy, error) {
 		patchOpts := opts
 		patchOpts.HasPatchTypes = true
 		for _, m := range p.Mutations {
+			if m.PatchType == ir.ApplyConfiguration {
+				ev := cc.CompileMutatingEvaluator(&patch.ApplyConfigurationCondition{Expression: m.Expression}, patchOpts, environment.StoredExpressions)
+				out.Patchers = append(out.Patchers, patch.NewApplyConfigurationPatcher(ev))
+				continue
+			}
 			ev := cc.CompileMutatingEvaluator(&patch.JSONPatchCondition{Expression: m.Expression}, patchOpts, environment.StoredExpressions)
 			out.Patchers = append(out.Patchers, patch.NewJSONPatcher(ev))
 		}
