@@ -17,13 +17,28 @@ const defaultsDir = "internal/cli/testdata/defaults/"
 // defaultsCases are policies that read fields only the API server's
 // defaulting sets, and manifests that rely on it (dependsOnDefaults: the
 // manifest as written is decided differently).
+// A sentinel is a manifest changed so that the policy denies it: once the API
+// server denies it, the policy is in effect.
 var defaultsCases = []struct {
 	policy    string
 	manifests map[string]bool
+	sentinel  func(t *testing.T) *unstructured.Unstructured
 }{
-	{"service-policy.yaml", map[string]bool{"service.yaml": true, "service-lb.yaml": false}},
-	{"pod-policy.yaml", map[string]bool{"pod-latest.yaml": true, "pod-volume.yaml": true}},
-	{"deployment-policy.yaml", map[string]bool{"deployment.yaml": true}},
+	{"service-policy.yaml", map[string]bool{"service.yaml": true, "service-lb.yaml": false},
+		func(t *testing.T) *unstructured.Unstructured { return manifest(t, defaultsDir+"service-lb.yaml") }},
+	{"pod-policy.yaml", map[string]bool{"pod-latest.yaml": true, "pod-volume.yaml": true},
+		func(t *testing.T) *unstructured.Unstructured {
+			pod := manifest(t, defaultsDir+"pod-latest.yaml")
+			c := pod.Object["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
+			c["imagePullPolicy"] = "IfNotPresent"
+			return pod
+		}},
+	{"deployment-policy.yaml", map[string]bool{"deployment.yaml": true},
+		func(t *testing.T) *unstructured.Unstructured {
+			d := manifest(t, defaultsDir+"deployment.yaml")
+			require.NoError(t, unstructured.SetNestedField(d.Object, int64(20), "spec", "replicas"))
+			return d
+		}},
 }
 
 // TestOfflineDefaultsDecideAsTheAPIServer shows that `admitc test` decides
@@ -38,6 +53,9 @@ func TestOfflineDefaultsDecideAsTheAPIServer(t *testing.T) {
 		out, stderr, code := admitc(t, "vap", "--policies", defaultsDir+c.policy, "--namespace", "shop")
 		require.Equal(t, 0, code, stderr)
 		apply(t, out, false)
+	}
+	for _, c := range defaultsCases {
+		eventually(t, c.policy+" to take effect", func() bool { return !dryRunCreate(t, c.sentinel(t), "shop").allowed() })
 	}
 	for _, c := range defaultsCases {
 		var files []string
