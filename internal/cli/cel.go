@@ -21,6 +21,7 @@ type CELOptions struct {
 	Old        string
 	Params     string
 	Namespace  string
+	Cluster    clusterFlags
 }
 
 // NewCELCommand returns `admitc cel`.
@@ -31,7 +32,9 @@ func NewCELCommand(s Streams) *cobra.Command {
 		Short: "Evaluate one CEL expression the way a ValidatingAdmissionPolicy would",
 		Long: `Evaluates a CEL expression with the API server's CEL environment and cost
 budget, binding object (and oldObject, params, request, namespaceObject) from
-files, and prints the value as JSON.
+files, and prints the value as JSON. A built-in object (and oldObject) is
+first defaulted as the API server defaults it; --no-defaults binds it as
+written.
 
 Exit codes: 0 the expression evaluated, 1 it failed at evaluation (such as
 "no such key: securityContext"), 2 it does not compile or a file is unreadable.`,
@@ -42,7 +45,10 @@ Exit codes: 0 the expression evaluated, 1 it failed at evaluation (such as
   admitc cel 'object.spec.containers[0].securityContext.privileged' --object examples/manifests/good.json
 
   # Guard with has()
-  admitc cel 'object.spec.containers.all(c, !has(c.securityContext) || !c.securityContext.privileged)' --object examples/manifests/good.json`,
+  admitc cel 'object.spec.containers.all(c, !has(c.securityContext) || !c.securityContext.privileged)' --object examples/manifests/good.json
+
+  # The API server's defaults are applied: IfNotPresent for a tagged image
+  admitc cel 'object.spec.containers[0].imagePullPolicy' --object examples/manifests/tag-only.json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Expression = args[0]
@@ -54,6 +60,7 @@ Exit codes: 0 the expression evaluated, 1 it failed at evaluation (such as
 	f.StringVar(&o.Old, "old", "", "file holding oldObject (makes the request an UPDATE)")
 	f.StringVar(&o.Params, "params", "", "file holding the params object")
 	f.StringVarP(&o.Namespace, "namespace", "n", "default", "namespace of the request")
+	o.Cluster.add(f)
 	_ = cmd.MarkFlagRequired("object")
 	return cmd
 }
@@ -72,26 +79,48 @@ func readOne(what, path string) (*unstructured.Unstructured, error) {
 	return ms[0].Object, nil
 }
 
+// request reads the files into the request the expression is evaluated on.
+func (o *CELOptions) request() (*runtime.Request, error) {
+	if err := o.Cluster.complete(); err != nil {
+		return nil, err
+	}
+	obj, err := o.defaulted("--object", o.Object)
+	if err != nil {
+		return nil, err
+	}
+	old, err := o.defaulted("--old", o.Old)
+	if err != nil {
+		return nil, err
+	}
+	params, err := readOne("--params", o.Params)
+	if err != nil {
+		return nil, err
+	}
+	req := runtime.RequestFor(obj, old, o.Namespace)
+	if params != nil {
+		req.Params = []*unstructured.Unstructured{params}
+	}
+	req.NamespaceLabels = o.Cluster.labelsOf(req.Namespace)
+	return req, nil
+}
+
+// defaulted reads the object of flag and applies the API server's defaults.
+func (o *CELOptions) defaulted(flag, path string) (*unstructured.Unstructured, error) {
+	obj, err := readOne(flag, path)
+	if err != nil {
+		return nil, err
+	}
+	return o.Cluster.object(flag, obj)
+}
+
 // Run evaluates the expression and prints its value.
 func (o *CELOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	obj, err := readOne("--object", o.Object)
+	req, err := o.request()
 	if err != nil {
 		return err
-	}
-	old, err := readOne("--old", o.Old)
-	if err != nil {
-		return err
-	}
-	params, err := readOne("--params", o.Params)
-	if err != nil {
-		return err
-	}
-	req := runtime.RequestFor(obj, old, o.Namespace)
-	if params != nil {
-		req.Params = []*unstructured.Unstructured{params}
 	}
 	val, err := runtime.EvalExpression(ctx, o.Expression, req)
 	var compileErr *runtime.CompileError

@@ -21,6 +21,7 @@ import (
 type CompareOptions struct {
 	Streams
 	Policies  policyFlags
+	Cluster   clusterFlags
 	Namespace string
 	Params    []string
 	Output    string
@@ -52,6 +53,9 @@ func NewCompareCommand(s Streams) *cobra.Command {
               bindings, with the API server's defaults applied to them;
   kyverno     the Kyverno engine on admitc's generated ClusterPolicies, in
               builds made with -tags kyverno.
+Built-in kinds are first defaulted as the API server defaults them, for every
+engine (--no-defaults judges them as written); --namespace-labels gives the
+namespaces' labels to the admitc and kubernetes engines.
 It prints each engine's verdict (allowed, warned, denied), its first message
 and whether it mutated the object, and every disagreement.
 
@@ -71,6 +75,7 @@ Exit codes: 0 every engine agrees, 1 any disagreement, 2 bad input.`,
 	}
 	f := cmd.Flags()
 	o.Policies.add(f)
+	o.Cluster.add(f)
 	f.StringVarP(&o.Namespace, "namespace", "n", "default", "namespace the manifests are created in")
 	f.StringSliceVar(&o.Params, "params", nil, "files holding parameter objects for policies with paramKind")
 	f.StringVarP(&o.Output, "output", "o", "table", "output format: table, json or markdown")
@@ -90,9 +95,15 @@ func (o *CompareOptions) Run(ctx context.Context) error {
 	if o.Output != "table" && o.Output != "json" && o.Output != "markdown" {
 		return usageError(fmt.Errorf("--output must be table, json or markdown, got %q", o.Output))
 	}
+	if err := o.Cluster.complete(); err != nil {
+		return err
+	}
 	manifests, err := runtime.ReadManifests(o.Manifests)
 	if err != nil {
 		return usageError(err)
+	}
+	if manifests, err = o.Cluster.manifests(manifests); err != nil {
+		return err
 	}
 	stream, err := o.upstreamStream()
 	if err != nil {
@@ -153,12 +164,12 @@ func (o *CompareOptions) engines(stream []byte) ([]compare.Engine, func(), error
 		return nil, nil, usageError(err)
 	}
 	objs.Params = params
-	objs.Namespaces = map[string]map[string]string{o.Namespace: nil}
+	objs.Namespaces = o.Cluster.namespaces(o.Namespace)
 	up, err := upstream.New(objs)
 	if err != nil {
 		return nil, nil, err
 	}
-	engines := []compare.Engine{compare.Admitc{Engine: engine, Params: params}, compare.Upstream{Engine: up}}
+	engines := []compare.Engine{compare.Admitc{Engine: engine, Params: params, NamespaceLabels: o.Cluster.labels}, compare.Upstream{Engine: up}}
 	stops := []func(){up.Close}
 	for _, extra := range extraEngines {
 		e, stop, err := extra(o, stream)

@@ -18,6 +18,7 @@ import (
 type TestOptions struct {
 	Streams
 	Policies    policyFlags
+	Cluster     clusterFlags
 	Namespace   string
 	Params      []string
 	Operation   string
@@ -42,6 +43,8 @@ func NewTestCommand(s Streams) *cobra.Command {
 would: mutations first (reported as JSON Patch operations), then validation of
 the mutated object. Manifests are JSON or YAML files or directories;
 multi-document YAML and kind: List are expanded.
+Built-in kinds are first defaulted as the API server defaults them (a Service
+without a type is a ClusterIP Service); --no-defaults judges them as written.
 
 Exit codes: 0 every object admitted, 1 any object denied, 2 unreadable input
 or a policy that does not compile.`,
@@ -73,6 +76,7 @@ or a policy that does not compile.`,
 	}
 	f := cmd.Flags()
 	o.Policies.add(f)
+	o.Cluster.add(f)
 	f.StringVarP(&o.Namespace, "namespace", "n", "default", "namespace of the request, for objects that do not name one")
 	f.StringSliceVar(&o.Params, "params", nil, "files holding parameter objects for policies with paramKind")
 	f.StringVar(&o.Operation, "operation", "", "CREATE or UPDATE (default CREATE, or UPDATE with --old)")
@@ -111,6 +115,9 @@ func (o *TestOptions) Complete() error {
 	if o.engine, err = o.Policies.engine(); err != nil {
 		return err
 	}
+	if err := o.Cluster.complete(); err != nil {
+		return err
+	}
 	ps, err := readParams(o.Params)
 	if err != nil {
 		return err
@@ -126,7 +133,9 @@ func (o *TestOptions) Complete() error {
 		if len(ms) != 1 {
 			return usageError(fmt.Errorf("--old must hold exactly one object, found %d", len(ms)))
 		}
-		o.old = ms[0].Object
+		if o.old, err = o.Cluster.object("--old", ms[0].Object); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -161,6 +170,9 @@ func (o *TestOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return usageError(err)
 	}
+	if ms, err = o.Cluster.manifests(ms); err != nil {
+		return err
+	}
 	repeated := repeatedNames(ms)
 	var results []TestResult
 	for i, m := range ms {
@@ -194,6 +206,7 @@ func (o *TestOptions) admit(ctx context.Context, m runtime.Manifest) (TestResult
 	req := runtime.RequestFor(m.Object, o.old, o.Namespace)
 	req.SubResource = o.SubResource
 	req.Params = o.params
+	req.NamespaceLabels = o.Cluster.labelsOf(req.Namespace)
 	req.Explain = o.Explain
 	res, err := o.engine.Admit(ctx, req)
 	if err != nil {

@@ -13,6 +13,8 @@ import (
 type Admitc struct {
 	Engine *runtime.Engine
 	Params []*unstructured.Unstructured
+	// NamespaceLabels gives namespaceObject labels by namespace name.
+	NamespaceLabels map[string]map[string]string
 }
 
 // Name implements Engine.
@@ -22,6 +24,7 @@ func (Admitc) Name() string { return "admitc" }
 func (a Admitc) Admit(ctx context.Context, obj *unstructured.Unstructured, namespace string) (Result, error) {
 	req := runtime.RequestFor(obj, nil, namespace)
 	req.Params = a.Params
+	req.NamespaceLabels = a.NamespaceLabels[req.Namespace]
 	res, err := a.Engine.Admit(ctx, req)
 	if err != nil {
 		return Result{}, err
