@@ -4,6 +4,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/admitc/admitc/internal/apiconv"
 	"github.com/admitc/admitc/ir"
 )
 
@@ -17,6 +18,46 @@ func ParamRef(r *ir.ParamRef) *admissionregistrationv1.ParamRef {
 	}
 	action := admissionregistrationv1.ParameterNotFoundActionType(r.ParameterNotFoundAction)
 	return &admissionregistrationv1.ParamRef{Name: r.Name, Namespace: r.Namespace, ParameterNotFoundAction: &action}
+}
+
+// Constraints are a policy's matchConstraints: its own when imported, else
+// the resources of its Match.
+func Constraints(p *ir.Policy) *admissionregistrationv1.MatchResources {
+	if p.Imported() {
+		return apiconv.Emit(p.MatchConstraints)
+	}
+	return MatchResources(RulesFor([]*ir.Policy{p}, true))
+}
+
+// BindingSpec is what a binding of p says: for an imported policy, each of
+// its bindings; else one binding named after the policy, scoped to
+// namespaces, with the policy's actions and paramRef.
+type BindingSpec struct {
+	Name           string
+	Actions        []admissionregistrationv1.ValidationAction
+	MatchResources *admissionregistrationv1.MatchResources
+	ParamRef       *admissionregistrationv1.ParamRef
+}
+
+// Bindings returns the bindings to emit for p.
+func Bindings(p *ir.Policy, namespaces []string) []BindingSpec {
+	if !p.Imported() {
+		return []BindingSpec{{Name: p.Name, Actions: actions(p.Actions), ParamRef: ParamRef(p.ParamRef),
+			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: NamespaceSelector(namespaces)}}}
+	}
+	var out []BindingSpec
+	for _, b := range p.Bindings {
+		out = append(out, BindingSpec{Name: b.Name, Actions: actions(b.Actions), MatchResources: apiconv.Emit(b.MatchResources), ParamRef: apiconv.ParamRef(b.ParamRef)})
+	}
+	return out
+}
+
+func actions(as []ir.Action) []admissionregistrationv1.ValidationAction {
+	out := make([]admissionregistrationv1.ValidationAction, len(as))
+	for i, a := range as {
+		out[i] = admissionregistrationv1.ValidationAction(a)
+	}
+	return out
 }
 
 // NamespaceSelector scopes a binding: kubernetes.io/metadata.name In
@@ -78,7 +119,12 @@ func Variables(vs []ir.NamedExpression) []admissionregistrationv1.Variable {
 func Validations(vs []ir.Validation) []admissionregistrationv1.Validation {
 	var out []admissionregistrationv1.Validation
 	for _, v := range vs {
-		out = append(out, admissionregistrationv1.Validation{Expression: v.Expression, Message: v.Message, MessageExpression: v.MessageExpression})
+		val := admissionregistrationv1.Validation{Expression: v.Expression, Message: v.Message, MessageExpression: v.MessageExpression}
+		if v.Reason != "" {
+			reason := metav1.StatusReason(v.Reason)
+			val.Reason = &reason
+		}
+		out = append(out, val)
 	}
 	return out
 }

@@ -37,13 +37,24 @@ func Compile(sources []Source, opts Options) (*ir.PolicySet, Diagnostics) {
 	set := &ir.PolicySet{Version: ir.Version, Policies: []ir.Policy{}}
 	var diags Diagnostics
 	names := map[string]ir.Origin{}
+	var bindings []foreignBinding
 	for _, src := range sources {
 		r := &reader{file: src.Name, lines: strings.Split(string(src.Data), "\n"), exprNodes: map[string]field{}}
-		for _, d := range r.parse(src.Data) {
+		decls, foreign := r.parse(src.Data)
+		for _, d := range decls {
 			set.Policies = append(set.Policies, r.compilePolicy(d, names, opts)...)
+		}
+		for _, f := range foreign {
+			if f.policy != nil {
+				set.Policies = append(set.Policies, r.compileForeign(f, names, opts)...)
+			}
+			if f.binding != nil {
+				bindings = append(bindings, foreignBinding{f.binding, f.policyName, f.kind})
+			}
 		}
 		diags = append(diags, r.diags...)
 	}
+	diags = append(diags, attachBindings(set, bindings)...)
 	if len(diags) > 0 {
 		diags.Sort()
 		return nil, diags
@@ -51,16 +62,25 @@ func Compile(sources []Source, opts Options) (*ir.PolicySet, Diagnostics) {
 	return set, nil
 }
 
-func (r *reader) parse(data []byte) []*policyDecl {
+// parse reads every document of a file: admitc's own policy files become
+// declarations, other formats go to their frontends.
+func (r *reader) parse(data []byte) ([]*policyDecl, []foreignDoc) {
 	docs := r.documents(data)
 	if len(docs) == 0 && len(r.diags) == 0 {
 		r.errorf(ir.Origin{File: r.file, Line: 1, Column: 1}, `empty policy file: expected an object with a "policies" list`)
 	}
 	var decls []*policyDecl
+	var foreign []foreignDoc
 	for _, n := range docs {
+		if isForeign(n) {
+			if f, ok := r.readForeign(n); ok {
+				foreign = append(foreign, f)
+			}
+			continue
+		}
 		decls = append(decls, r.readFile(field{node: n, origin: ir.Origin{File: r.file, Line: n.Line, Column: n.Column}})...)
 	}
-	return decls
+	return decls, foreign
 }
 
 // compilePolicy lowers one parsed policy, checks its CEL and, for a cel
@@ -139,7 +159,7 @@ func (r *reader) checkCEL(p *ir.Policy, kubeVersion *version.Version) {
 
 func (r *reader) celDiagnostic(p *ir.Policy, e celenv.ExprError) Diagnostic {
 	f, fromFile := r.exprNodes[e.Origin.Path]
-	if !fromFile || p.Type != TypeCEL {
+	if !fromFile || !expressionsFromFile(p.Type) {
 		// A built-in type's generated CEL failed: a bug in admitc or a library
 		// the target version lacks. Point at the policy and show the CEL.
 		return Diagnostic{Origin: p.Origin, Message: fmt.Sprintf("%s cannot be compiled for this Kubernetes version: %s (generated CEL: %s)", p.Type, e.Message, e.Expression)}

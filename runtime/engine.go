@@ -14,8 +14,8 @@ import (
 	"k8s.io/apiserver/pkg/admission/plugin/policy/matching"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
-	"k8s.io/client-go/openapi/openapitest"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"k8s.io/client-go/openapi/openapitest"
 
 	"github.com/admitc/admitc/internal/celenv"
 	"github.com/admitc/admitc/ir"

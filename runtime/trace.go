@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/admitc/admitc/ir"
@@ -78,8 +79,28 @@ func joinOps(ops []ir.Operation) string {
 // can judge such an object, which usually means a misspelt kind.
 func (e *Engine) MatchesAnyResource(req *Request) bool {
 	for i := range e.set.Policies {
+		if p := &e.set.Policies[i]; p.Imported() && rulesNameResource(p.MatchConstraints.ResourceRules, req) {
+			return true
+		}
 		for _, r := range e.set.Policies[i].Match.Resources {
 			if r.Group == req.Resource.Group && r.Resource == req.Resource.Resource {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// rulesNameResource reports whether some rule names the request's group and
+// resource, directly or by wildcard.
+func rulesNameResource(rules []ir.ResourceRule, req *Request) bool {
+	for _, r := range rules {
+		if !slices.Contains(r.APIGroups, "*") && !slices.Contains(r.APIGroups, req.Resource.Group) {
+			continue
+		}
+		for _, res := range r.Resources {
+			name, _, _ := strings.Cut(res, "/")
+			if name == "*" || name == req.Resource.Resource {
 				return true
 			}
 		}

@@ -28,6 +28,9 @@ func (CELBackend) Name() string { return "kyverno-cel" }
 // Rejects implements backends.Backend: Kyverno's CEL policies have no
 // paramKind.
 func (CELBackend) Rejects(p *ir.Policy) string {
+	if why := rejectImported(p); why != "" {
+		return why
+	}
 	if p.ParamKind != nil {
 		return "Kyverno's ValidatingPolicy has no paramKind (use --backend kyverno or vap)"
 	}
@@ -40,7 +43,7 @@ func (CELBackend) Generate(set *ir.PolicySet, opts backends.Options) (backends.O
 	var diags diag.Diagnostics
 	for i := range set.Policies {
 		p := &set.Policies[i]
-		if p.ParamKind != nil {
+		if p.ParamKind != nil || p.Imported() {
 			continue // reported by the pipeline's coverage check
 		}
 		var obj runtime.Object = validatingPolicy(p, opts.Namespaces)

@@ -24,7 +24,16 @@ var _ backends.Backend = ClusterPolicyBackend{}
 func (ClusterPolicyBackend) Name() string { return "kyverno" }
 
 // Rejects implements backends.Backend: every policy is expressed.
-func (ClusterPolicyBackend) Rejects(*ir.Policy) string { return "" }
+func (ClusterPolicyBackend) Rejects(p *ir.Policy) string { return rejectImported(p) }
+
+// rejectImported refuses imported admission policies: their bindings'
+// selectors and parameters have no Kyverno translation yet.
+func rejectImported(p *ir.Policy) string {
+	if p.Imported() {
+		return "an imported admission policy with its own bindings has no Kyverno translation yet (use --backend vap,map or webhook)"
+	}
+	return ""
+}
 
 // Generate implements backends.Backend: one ClusterPolicy with one rule per
 // policy, in IR order.
@@ -33,6 +42,9 @@ func (ClusterPolicyBackend) Generate(set *ir.PolicySet, opts backends.Options) (
 	var diags diag.Diagnostics
 	for i := range set.Policies {
 		p := &set.Policies[i]
+		if p.Imported() {
+			continue
+		}
 		rule := rule(p, opts.Namespaces)
 		cp := &kyvernov1.ClusterPolicy{
 			TypeMeta:   metav1.TypeMeta{APIVersion: kyvernov1.SchemeGroupVersion.String(), Kind: "ClusterPolicy"},

@@ -52,9 +52,9 @@ func (Backend) Generate(set *ir.PolicySet, opts backends.Options) (backends.Outp
 			diags = append(diags, backends.Errorf(p.Origin, "MutatingAdmissionPolicy needs Kubernetes %s or newer (beta, on by default), --kube-version is %s; use the webhook backend for older clusters", MinKubeVersion, kv))
 			continue
 		}
-		policy, binding := Policy(p), Binding(p, opts.Namespaces)
+		policy, bindings := Policy(p), Bindings(p, opts.Namespaces)
 		if kv.LessThan(GAKubeVersion) {
-			objs, err := toV1beta1(policy, binding)
+			objs, err := toV1beta1(policy, bindings)
 			if err != nil {
 				diags = append(diags, backends.Errorf(p.Origin, "%v", err))
 				continue
@@ -62,7 +62,10 @@ func (Backend) Generate(set *ir.PolicySet, opts backends.Options) (backends.Outp
 			out.Objects = append(out.Objects, objs...)
 			continue
 		}
-		out.Objects = append(out.Objects, policy, binding)
+		out.Objects = append(out.Objects, policy)
+		for _, b := range bindings {
+			out.Objects = append(out.Objects, b)
+		}
 	}
 	return out, diags
 }
@@ -71,7 +74,7 @@ func (Backend) Generate(set *ir.PolicySet, opts backends.Options) (backends.Outp
 func Policy(p *ir.Policy) *admissionregistrationv1.MutatingAdmissionPolicy {
 	rp := admissionregistrationv1.ReinvocationPolicyType(p.ReinvocationPolicy)
 	spec := admissionregistrationv1.MutatingAdmissionPolicySpec{
-		MatchConstraints:   backends.MatchResources(backends.RulesFor([]*ir.Policy{p}, true)),
+		MatchConstraints:   backends.Constraints(p),
 		FailurePolicy:      backends.FailurePolicy(p.FailurePolicy),
 		ReinvocationPolicy: rp,
 		MatchConditions:    backends.MatchConditions(p.MatchConditions),
@@ -81,6 +84,13 @@ func Policy(p *ir.Policy) *admissionregistrationv1.MutatingAdmissionPolicy {
 	}
 	spec.Variables = backends.Variables(p.Variables)
 	for _, m := range p.Mutations {
+		if m.PatchType == ir.ApplyConfiguration {
+			spec.Mutations = append(spec.Mutations, admissionregistrationv1.Mutation{
+				PatchType:          admissionregistrationv1.PatchTypeApplyConfiguration,
+				ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{Expression: m.Expression},
+			})
+			continue
+		}
 		spec.Mutations = append(spec.Mutations, admissionregistrationv1.Mutation{
 			PatchType: admissionregistrationv1.PatchTypeJSONPatch,
 			JSONPatch: &admissionregistrationv1.JSONPatch{Expression: m.Expression},
@@ -93,31 +103,38 @@ func Policy(p *ir.Policy) *admissionregistrationv1.MutatingAdmissionPolicy {
 	}
 }
 
-// Binding returns the v1 MutatingAdmissionPolicyBinding for p.
-func Binding(p *ir.Policy, namespaces []string) *admissionregistrationv1.MutatingAdmissionPolicyBinding {
-	return &admissionregistrationv1.MutatingAdmissionPolicyBinding{
-		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "MutatingAdmissionPolicyBinding"},
-		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Labels: backends.Labels()},
-		Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{
-			PolicyName:     p.Name,
-			ParamRef:       backends.ParamRef(p.ParamRef),
-			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: backends.NamespaceSelector(namespaces)},
-		},
+// Bindings returns the v1 MutatingAdmissionPolicyBindings of p.
+func Bindings(p *ir.Policy, namespaces []string) []*admissionregistrationv1.MutatingAdmissionPolicyBinding {
+	var out []*admissionregistrationv1.MutatingAdmissionPolicyBinding
+	for _, b := range backends.Bindings(p, namespaces) {
+		out = append(out, &admissionregistrationv1.MutatingAdmissionPolicyBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "MutatingAdmissionPolicyBinding"},
+			ObjectMeta: metav1.ObjectMeta{Name: b.Name, Labels: backends.Labels()},
+			Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{
+				PolicyName: p.Name, ParamRef: b.ParamRef, MatchResources: b.MatchResources,
+			},
+		})
 	}
+	return out
 }
 
 // toV1beta1 converts the v1 objects to v1beta1, whose MutatingAdmissionPolicy
 // schema is the same; the conversion goes through JSON so no field is missed.
-func toV1beta1(policy *admissionregistrationv1.MutatingAdmissionPolicy, binding *admissionregistrationv1.MutatingAdmissionPolicyBinding) ([]runtime.Object, error) {
+func toV1beta1(policy *admissionregistrationv1.MutatingAdmissionPolicy, bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding) ([]runtime.Object, error) {
+	gv := admissionregistrationv1beta1.SchemeGroupVersion.String()
 	p := &admissionregistrationv1beta1.MutatingAdmissionPolicy{}
-	b := &admissionregistrationv1beta1.MutatingAdmissionPolicyBinding{}
 	if err := convert(policy, p); err != nil {
 		return nil, err
 	}
-	if err := convert(binding, b); err != nil {
-		return nil, err
+	p.APIVersion = gv
+	out := []runtime.Object{p}
+	for _, binding := range bindings {
+		b := &admissionregistrationv1beta1.MutatingAdmissionPolicyBinding{}
+		if err := convert(binding, b); err != nil {
+			return nil, err
+		}
+		b.APIVersion = gv
+		out = append(out, b)
 	}
-	gv := admissionregistrationv1beta1.SchemeGroupVersion.String()
-	p.APIVersion, b.APIVersion = gv, gv
-	return []runtime.Object{p, b}, nil
+	return out, nil
 }

@@ -49,7 +49,10 @@ func (Backend) Generate(set *ir.PolicySet, opts backends.Options) (backends.Outp
 			diags = append(diags, backends.Errorf(p.Origin, "ValidatingAdmissionPolicy needs Kubernetes %s or newer, --kube-version is %s", MinKubeVersion, opts.KubeVersion))
 			continue
 		}
-		out.Objects = append(out.Objects, Policy(p), Binding(p, opts.Namespaces))
+		out.Objects = append(out.Objects, Policy(p))
+		for _, b := range Bindings(p, opts.Namespaces) {
+			out.Objects = append(out.Objects, b)
+		}
 	}
 	return out, diags
 }
@@ -61,7 +64,7 @@ func Policy(p *ir.Policy) *admissionregistrationv1.ValidatingAdmissionPolicy {
 		ObjectMeta: objectMeta(p),
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			ParamKind:        paramKind(p),
-			MatchConstraints: backends.MatchResources(backends.RulesFor([]*ir.Policy{p}, true)),
+			MatchConstraints: backends.Constraints(p),
 			Validations:      backends.Validations(p.Validations),
 			FailurePolicy:    backends.FailurePolicy(p.FailurePolicy),
 			AuditAnnotations: backends.AuditAnnotations(p.AuditAnnotations),
@@ -71,22 +74,19 @@ func Policy(p *ir.Policy) *admissionregistrationv1.ValidatingAdmissionPolicy {
 	}
 }
 
-// Binding returns the ValidatingAdmissionPolicyBinding for p.
-func Binding(p *ir.Policy, namespaces []string) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
-	actions := make([]admissionregistrationv1.ValidationAction, len(p.Actions))
-	for i, a := range p.Actions {
-		actions[i] = admissionregistrationv1.ValidationAction(a)
+// Bindings returns the ValidatingAdmissionPolicyBindings of p.
+func Bindings(p *ir.Policy, namespaces []string) []*admissionregistrationv1.ValidatingAdmissionPolicyBinding {
+	var out []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	for _, b := range backends.Bindings(p, namespaces) {
+		out = append(out, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicyBinding"},
+			ObjectMeta: metav1.ObjectMeta{Name: b.Name, Labels: backends.Labels()},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+				PolicyName: p.Name, ParamRef: b.ParamRef, MatchResources: b.MatchResources, ValidationActions: b.Actions,
+			},
+		})
 	}
-	return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicyBinding"},
-		ObjectMeta: objectMeta(p),
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        p.Name,
-			ParamRef:          backends.ParamRef(p.ParamRef),
-			MatchResources:    &admissionregistrationv1.MatchResources{NamespaceSelector: backends.NamespaceSelector(namespaces)},
-			ValidationActions: actions,
-		},
-	}
+	return out
 }
 
 func objectMeta(p *ir.Policy) metav1.ObjectMeta {

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/admitc/admitc/backends"
+	"github.com/admitc/admitc/internal/apiconv"
 	"github.com/admitc/admitc/internal/diag"
 	"github.com/admitc/admitc/ir"
 )
@@ -44,7 +45,17 @@ var _ backends.Backend = Backend{}
 func (Backend) Name() string { return "webhook" }
 
 // Rejects implements backends.Backend: the webhook runs every policy.
-func (Backend) Rejects(*ir.Policy) string { return "" }
+func (Backend) Rejects(p *ir.Policy) string {
+	if !p.Imported() {
+		return ""
+	}
+	for _, r := range p.MatchConstraints.ResourceRules {
+		if slices.Contains(r.Resources, "*") || slices.Contains(r.APIGroups, "*") || slices.Contains(r.Resources, "*/*") {
+			return "its matchConstraints name every resource (\"*\"); the webhook backend names resources so that no request it need not see depends on it"
+		}
+	}
+	return ""
+}
 
 // Generate implements backends.Backend.
 func (Backend) Generate(set *ir.PolicySet, opts backends.Options) (backends.Output, diag.Diagnostics) {
@@ -141,6 +152,13 @@ func rules(policies []*ir.Policy, w backends.WebhookOptions) []admissionregistra
 			Operations: ops,
 			Rule:       admissionregistrationv1.Rule{APIGroups: []string{r.Group}, APIVersions: []string{r.Version}, Resources: r.Resources, Scope: &scope},
 		})
+	}
+	for _, p := range policies {
+		if p.Imported() {
+			for _, r := range apiconv.Rules(p.MatchConstraints.ResourceRules) {
+				out = append(out, r.RuleWithOperations)
+			}
+		}
 	}
 	return out
 }

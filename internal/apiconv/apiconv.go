@@ -154,3 +154,32 @@ func FromParamRef(p *admissionregistrationv1.ParamRef) *ir.ParamRef {
 	}
 	return out
 }
+
+// Emit converts IR match resources to the API type as written: no defaults
+// filled in (nil stays nil), for emitted objects.
+func Emit(m *ir.MatchResources) *admissionregistrationv1.MatchResources {
+	if m == nil {
+		return nil
+	}
+	out := &admissionregistrationv1.MatchResources{
+		NamespaceSelector:    Selector(m.NamespaceSelector),
+		ObjectSelector:       Selector(m.ObjectSelector),
+		ResourceRules:        emitRules(m.ResourceRules),
+		ExcludeResourceRules: emitRules(m.ExcludeResourceRules),
+	}
+	if m.MatchPolicy != "" {
+		mp := admissionregistrationv1.MatchPolicyType(m.MatchPolicy)
+		out.MatchPolicy = &mp
+	}
+	return out
+}
+
+func emitRules(rs []ir.ResourceRule) []admissionregistrationv1.NamedRuleWithOperations {
+	out := Rules(rs)
+	for i, r := range rs {
+		if r.Scope == "" {
+			out[i].Scope = nil
+		}
+	}
+	return out
+}
