@@ -77,3 +77,18 @@ func TestDirectoriesSkipFilesThatAreNotObjects(t *testing.T) {
 	assert.Equal(t, ExitUsage, code)
 	assert.Contains(t, stderr, "values.yaml")
 }
+
+// compare's kubernetes column runs imported policies as emitted, with their
+// parameter objects (ConfigMaps reach the plugins' typed informers).
+func TestCompareImportedPoliciesWithParams(t *testing.T) {
+	out, stderr, code := run(t, "compare", "-n", "shop", "--namespace-labels", fixtures+"admission/namespace-labels.yaml",
+		"--params", fixtures+"admission/params.yaml", "--policies", fixtures+"admission/vap-and-binding.yaml",
+		fixtures+"admission/deployment-5.yaml", fixtures+"admission/deployment-20.yaml", fixtures+"admission/deployment-canary.yaml")
+	assert.Equal(t, ExitOK, code, stderr+out)
+	assert.Contains(t, out, "3 manifest(s): every engine agrees")
+
+	out, stderr, code = run(t, "compare", "-n", "shop", "--params", fixtures+"params/registries-k8s.json",
+		"--policies", fixtures+"policies/params-policy.yaml", fixtures+"manifests/good.json", fixtures+"manifests/tag-only.json")
+	assert.Equal(t, ExitOK, code, stderr+out)
+	assert.Contains(t, out, "2 manifest(s): every engine agrees")
+}

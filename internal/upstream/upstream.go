@@ -81,13 +81,25 @@ func New(objs Objects) (*Engine, error) {
 		}
 		kube = append(kube, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: l}})
 	}
-	client := clientset{fake.NewSimpleClientset(kube...)}
+	// The plugins read parameter objects of built-in kinds (ConfigMaps)
+	// through the typed informers, others through the dynamic client, so a
+	// parameter object goes to the client its plugin will ask.
 	var params []k8sruntime.Object
+	listKinds := map[schema.GroupVersionResource]string{{Version: "v1", Resource: "configmaps"}: "ConfigMapList"}
 	for _, p := range objs.Params {
+		if typed, err := scheme.Scheme.New(p.GroupVersionKind()); err == nil {
+			if err := k8sruntime.DefaultUnstructuredConverter.FromUnstructured(p.Object, typed); err != nil {
+				return nil, fmt.Errorf("parameter object %s: %w", p.GetName(), err)
+			}
+			kube = append(kube, typed)
+			continue
+		}
 		params = append(params, p.DeepCopy())
+		gvr, _ := meta.UnsafeGuessKindToResource(p.GroupVersionKind())
+		listKinds[gvr] = p.GetKind() + "List"
 	}
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme.Scheme,
-		map[schema.GroupVersionResource]string{{Version: "v1", Resource: "configmaps"}: "ConfigMapList"}, params...)
+	client := clientset{fake.NewSimpleClientset(kube...)}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(k8sruntime.NewScheme(), listKinds, params...)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	e := &Engine{stop: make(chan struct{})}
 	var err error
