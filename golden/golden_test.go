@@ -17,7 +17,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files")
 
 // outputs are the files a case may hold besides its inputs.
-var outputs = []string{"ir.json", "vap.yaml", "map.yaml", "webhook.yaml", "kyverno.yaml", "kyverno-cel.yaml", "kyverno-cel-errors.txt", "test.txt", "errors.txt"}
+var outputs = []string{"ir.json", "vap.yaml", "map.yaml", "webhook.yaml", "kyverno.yaml", "kyverno-cel.yaml", "kyverno-cel-errors.txt", "gatekeeper.yaml", "gatekeeper-errors.txt", "test.txt", "errors.txt"}
 
 // yamlOutputs are the files decoded strictly into typed objects.
 var yamlOutputs = []string{"vap.yaml", "map.yaml", "webhook.yaml", "kyverno.yaml", "kyverno-cel.yaml"}
@@ -72,6 +72,13 @@ func runCase(t *testing.T, dir string) {
 			got["kyverno-cel.yaml"] = []byte(stdout)
 		} else {
 			got["kyverno-cel-errors.txt"] = []byte(stderr)
+		}
+		// Gatekeeper takes validating policies only: mutating ones go to map.
+		gkArgs := append([]string{"compile", "--policies", input, "--backend", "gatekeeper,map"}, flags(t, dir, "compile.flags")...)
+		if stdout, stderr, code := run(gkArgs...); code == cli.ExitOK {
+			got["gatekeeper.yaml"] = []byte(stdout)
+		} else {
+			got["gatekeeper-errors.txt"] = []byte(stderr)
 		}
 		testArgs := append(append([]string{"test", "--policies", input}, flags(t, dir, "test.flags")...), manifests...)
 		stdout, stderr, code = run(testArgs...)

@@ -96,7 +96,11 @@ Apply one enforcement path per cluster, never two: vap and map
 (ValidatingAdmissionPolicy, MutatingAdmissionPolicy) are enforced by the API
 server itself; webhook is the same policies sent to admitc serve; kyverno (and
 the opt-in kyverno-cel) are for clusters that run Kyverno. Applying vap and
-webhook together enforces every policy twice. On stdout, when several backends
+webhook together enforces every policy twice. The opt-in gatekeeper backend
+(a ConstraintTemplate with a K8sNativeValidation CEL entry and its Constraint
+per validating policy) is for clusters that run Gatekeeper: it inlines
+settings into the CEL rather than use a paramKind, so nothing waits for a
+parameter CRD to be served (gatekeeper#4530), and refuses policies with one. On stdout, when several backends
 are printed, each backend's section starts with a comment such as
 "# --- backend: vap (...) ---".
 

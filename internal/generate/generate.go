@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/admitc/admitc/backends"
+	"github.com/admitc/admitc/backends/gatekeeper"
 	"github.com/admitc/admitc/backends/kyverno"
 	mapbackend "github.com/admitc/admitc/backends/map"
 	"github.com/admitc/admitc/backends/vap"
@@ -22,11 +23,11 @@ import (
 )
 
 // registry holds every backend, in output order.
-var registry = []backends.Backend{vap.Backend{}, mapbackend.Backend{}, webhook.Backend{}, kyverno.ClusterPolicyBackend{}, kyverno.CELBackend{}}
+var registry = []backends.Backend{vap.Backend{}, mapbackend.Backend{}, webhook.Backend{}, kyverno.ClusterPolicyBackend{}, kyverno.CELBackend{}, gatekeeper.Backend{}}
 
 // optIn are the backends "all" leaves out: Kyverno's CEL policy types cannot
 // express parameters, so they are chosen explicitly (--backend kyverno-cel).
-var optIn = map[string]bool{"kyverno-cel": true}
+var optIn = map[string]bool{"kyverno-cel": true, "gatekeeper": true}
 
 // IRFile is the name of the serialised IR.
 const IRFile = "ir.json"
