@@ -30,40 +30,65 @@ const MaxManifestBytes = 16 << 20
 // .yml files, sorted, not recursive).
 func ReadManifests(paths []string) ([]Manifest, error) {
 	var out []Manifest
-	for _, p := range paths {
-		files, err := manifestFiles(p)
-		if err != nil {
-			return nil, err
-		}
-		for _, f := range files {
-			data, err := readBounded(f)
-			if err != nil {
-				return nil, err
-			}
-			ms, err := DecodeManifests(f, data)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, ms...)
-		}
+	err := EachManifest(paths, func(m Manifest) error {
+		out = append(out, m)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
 
-func readBounded(name string) ([]byte, error) {
+// EachManifest reads manifests as ReadManifests does, but hands each object
+// to fn as soon as its document is decoded, so a caller can judge and print
+// it before the next document is read. It stops at the first error of
+// reading or of fn.
+func EachManifest(paths []string, fn func(Manifest) error) error {
+	for _, p := range paths {
+		files, err := manifestFiles(p)
+		if err != nil {
+			return err
+		}
+		for _, f := range files {
+			if err := eachInFile(f, fn); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func eachInFile(name string, fn func(Manifest) error) error {
 	f, err := os.Open(name)
 	if err != nil {
-		return nil, fmt.Errorf("read manifest: %w", err)
+		return fmt.Errorf("read manifest: %w", err)
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxManifestBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("read manifest %s: %w", name, err)
+	r := &boundedReader{r: f, left: MaxManifestBytes + 1}
+	err = DecodeManifestStream(name, r, fn)
+	if r.left <= 0 {
+		return fmt.Errorf("manifest %s is larger than %d bytes", name, MaxManifestBytes)
 	}
-	if len(data) > MaxManifestBytes {
-		return nil, fmt.Errorf("manifest %s is larger than %d bytes", name, MaxManifestBytes)
+	return err
+}
+
+// boundedReader reads at most left bytes; left reaching 0 means too large.
+type boundedReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (b *boundedReader) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, io.EOF
 	}
-	return data, nil
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	return n, err
 }
 
 func manifestFiles(p string) ([]string, error) {
@@ -95,42 +120,70 @@ func manifestFiles(p string) ([]string, error) {
 // kind: List is expanded into its items. Every object needs apiVersion,
 // kind and metadata.name.
 func DecodeManifests(name string, data []byte) ([]Manifest, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	var out []Manifest
+	err := DecodeManifestStream(name, bytes.NewReader(data), func(m Manifest) error {
+		out = append(out, m)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// DecodeManifestStream decodes r as DecodeManifests does, one document at a
+// time, handing each object to fn before the next document is read.
+func DecodeManifestStream(name string, r io.Reader, fn func(Manifest) error) error {
+	dec := utilyaml.NewYAMLOrJSONDecoder(r, 4096)
+	found := 0
 	for doc := 1; ; doc++ {
-		var raw json.RawMessage
-		err := dec.Decode(&raw)
+		objs, err := decodeDocument(dec, name, doc)
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: document %d is not valid JSON or YAML: %v", name, doc, err)
+			return err
 		}
-		if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
-			continue
+		for _, m := range objs {
+			found++
+			if err := fn(m); err != nil {
+				return err
+			}
 		}
-		// Integers become int64, as the API server decodes them.
-		var obj map[string]any
-		if err := utiljson.Unmarshal(raw, &obj); err != nil {
-			return nil, fmt.Errorf("%s: document %d must be an object: %v", name, doc, err)
-		}
-		if obj == nil {
-			continue
-		}
-		src := name
-		if doc > 1 {
-			src = fmt.Sprintf("%s#%d", name, doc)
-		}
-		objs, err := expandList(src, obj)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, objs...)
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: no objects found", name)
+	if found == 0 {
+		return fmt.Errorf("%s: no objects found", name)
 	}
-	return out, nil
+	return nil
+}
+
+// decodeDocument decodes the next document into its objects (none for an
+// empty document); io.EOF after the last.
+func decodeDocument(dec *utilyaml.YAMLOrJSONDecoder, name string, doc int) ([]Manifest, error) {
+	var raw json.RawMessage
+	err := dec.Decode(&raw)
+	if errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: document %d is not valid JSON or YAML: %v", name, doc, err)
+	}
+	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+		return nil, nil
+	}
+	// Integers become int64, as the API server decodes them.
+	var obj map[string]any
+	if err := utiljson.Unmarshal(raw, &obj); err != nil {
+		return nil, fmt.Errorf("%s: document %d must be an object: %v", name, doc, err)
+	}
+	if obj == nil {
+		return nil, nil
+	}
+	src := name
+	if doc > 1 {
+		src = fmt.Sprintf("%s#%d", name, doc)
+	}
+	return expandList(src, obj)
 }
 
 func expandList(src string, obj map[string]any) ([]Manifest, error) {

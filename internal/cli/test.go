@@ -138,35 +138,45 @@ type TestResult struct {
 	AuditAnnotations map[string]string `json:"auditAnnotations,omitempty"`
 }
 
-// Run judges every manifest and prints the results.
+// Run judges every manifest and prints the results. Text output is written
+// object by object as each is judged; JSON output is one document, written
+// at the end.
 func (o *TestOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	ms, err := runtime.ReadManifests(o.Manifests)
-	if err != nil {
-		return usageError(err)
-	}
 	var results []TestResult
-	for _, m := range ms {
+	var sum testSummary
+	var writeErr error
+	err := runtime.EachManifest(o.Manifests, func(m runtime.Manifest) error {
 		r, err := o.admit(ctx, m)
 		if err != nil {
-			return usageError(fmt.Errorf("%s: %w", m.Source, err))
+			return fmt.Errorf("%s: %w", m.Source, err)
 		}
-		results = append(results, r)
+		sum.add(r)
+		if o.Output == "json" {
+			results = append(results, r)
+			return nil
+		}
+		writeErr = writeTestResultText(o.Out, r)
+		return writeErr
+	})
+	if writeErr != nil {
+		return writeErr
+	}
+	if err != nil {
+		return usageError(err)
 	}
 	if o.Output == "json" {
 		err = writeTestJSON(o.Out, results)
 	} else {
-		err = writeTestText(o.Out, results)
+		err = writeTestSummaryText(o.Out, sum)
 	}
 	if err != nil {
 		return err
 	}
-	for _, r := range results {
-		if !r.Allowed {
-			return failed
-		}
+	if sum.Denied > 0 {
+		return failed
 	}
 	return nil
 }
@@ -207,43 +217,51 @@ type testSummary struct {
 }
 
 func summarise(results []TestResult) testSummary {
-	s := testSummary{Objects: len(results)}
+	var s testSummary
 	for _, r := range results {
-		if r.Allowed {
-			s.Allowed++
-		} else {
-			s.Denied++
-		}
-		if len(r.Warnings) > 0 {
-			s.WithWarnings++
-		}
+		s.add(r)
 	}
 	return s
 }
 
-func writeTestText(w io.Writer, results []TestResult) error {
+func (s *testSummary) add(r TestResult) {
+	s.Objects++
+	if r.Allowed {
+		s.Allowed++
+	} else {
+		s.Denied++
+	}
+	if len(r.Warnings) > 0 {
+		s.WithWarnings++
+	}
+}
+
+// writeTestResultText prints one object's verdict, patches, violations and
+// audit annotations.
+func writeTestResultText(w io.Writer, r TestResult) error {
 	var b strings.Builder
-	for _, r := range results {
-		verdict := "ALLOWED"
-		if !r.Allowed {
-			verdict = "DENIED"
-		}
-		fmt.Fprintf(&b, "%s %s %s\n", verdict, r.Kind, objectRef(r.Namespace, r.Name))
-		for _, p := range r.Patches {
-			for _, op := range p.Ops {
-				fmt.Fprintf(&b, "  patch %s %s%s (%s)\n", op.Op, op.Path, patchValue(op), p.Policy)
-			}
-		}
-		for _, v := range r.Violations {
-			fmt.Fprintf(&b, "  %s %s\n", actionLabel(v.Actions), v.Labelled())
-		}
-		for _, k := range sortedAnnotationKeys(r.Result.AuditAnnotations) {
-			fmt.Fprintf(&b, "  audit-annotation %s=%s\n", k, r.Result.AuditAnnotations[k])
+	verdict := "ALLOWED"
+	if !r.Allowed {
+		verdict = "DENIED"
+	}
+	fmt.Fprintf(&b, "%s %s %s\n", verdict, r.Kind, objectRef(r.Namespace, r.Name))
+	for _, p := range r.Patches {
+		for _, op := range p.Ops {
+			fmt.Fprintf(&b, "  patch %s %s%s (%s)\n", op.Op, op.Path, patchValue(op), p.Policy)
 		}
 	}
-	s := summarise(results)
-	fmt.Fprintf(&b, "%d object(s): %d allowed, %d denied, %d with warnings\n", s.Objects, s.Allowed, s.Denied, s.WithWarnings)
+	for _, v := range r.Violations {
+		fmt.Fprintf(&b, "  %s %s\n", actionLabel(v.Actions), v.Labelled())
+	}
+	for _, k := range sortedAnnotationKeys(r.Result.AuditAnnotations) {
+		fmt.Fprintf(&b, "  audit-annotation %s=%s\n", k, r.Result.AuditAnnotations[k])
+	}
 	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func writeTestSummaryText(w io.Writer, s testSummary) error {
+	_, err := fmt.Fprintf(w, "%d object(s): %d allowed, %d denied, %d with warnings\n", s.Objects, s.Allowed, s.Denied, s.WithWarnings)
 	return err
 }
 
