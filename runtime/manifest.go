@@ -41,33 +41,32 @@ func ReadManifests(paths []string) ([]Manifest, error) {
 func ReadManifestsReport(paths []string) ([]Manifest, []string, error) {
 	var out []Manifest
 	var notices []string
-	for _, p := range paths {
-		files, inDir, err := manifestFiles(p)
-		if err != nil {
-			return nil, nil, err
-		}
-		for _, f := range files {
-			data, err := readBounded(f)
-			if err != nil {
-				return nil, nil, err
-			}
-			if inDir {
-				if why := notAnObjectFile(data); why != "" {
-					notices = append(notices, fmt.Sprintf("skipped %s: %s", f, why))
-					continue
-				}
-			}
-			ms, err := DecodeManifests(f, data)
-			if err != nil {
-				return nil, nil, err
-			}
-			out = append(out, ms...)
-		}
+	err := EachManifest(paths, func(n string) { notices = append(notices, n) }, func(m Manifest) error {
+		out = append(out, m)
+		return nil
+	})
+	if err != nil {
+		return nil, notices, err
 	}
 	if len(out) == 0 {
 		return nil, notices, fmt.Errorf("no Kubernetes objects in %s", strings.Join(paths, ", "))
 	}
 	return out, notices, nil
+}
+
+// skipReason reads the start of a file in a directory and says why it is
+// not a manifest, or "".
+func skipReason(name string) (string, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return "", fmt.Errorf("read manifest: %w", err)
+	}
+	defer f.Close()
+	head, err := io.ReadAll(io.LimitReader(f, 64<<10))
+	if err != nil {
+		return "", fmt.Errorf("read manifest %s: %w", name, err)
+	}
+	return notAnObjectFile(head), nil
 }
 
 // notAnObjectFile says why a file's first document is not a Kubernetes
@@ -91,20 +90,65 @@ func notAnObjectFile(data []byte) string {
 	return ""
 }
 
-func readBounded(name string) ([]byte, error) {
+// EachManifest reads manifests as ReadManifests does, but hands each object
+// to fn as soon as its document is decoded, so a caller can judge and print
+// it before the next document is read. It stops at the first error of
+// reading or of fn.
+// Files inside a directory that hold no Kubernetes object are skipped and
+// named to notice.
+func EachManifest(paths []string, notice func(string), fn func(Manifest) error) error {
+	for _, p := range paths {
+		files, inDir, err := manifestFiles(p)
+		if err != nil {
+			return err
+		}
+		for _, f := range files {
+			if inDir {
+				if why, err := skipReason(f); err != nil {
+					return err
+				} else if why != "" {
+					notice(fmt.Sprintf("skipped %s: %s", f, why))
+					continue
+				}
+			}
+			if err := eachInFile(f, fn); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func eachInFile(name string, fn func(Manifest) error) error {
 	f, err := os.Open(name)
 	if err != nil {
-		return nil, fmt.Errorf("read manifest: %w", err)
+		return fmt.Errorf("read manifest: %w", err)
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxManifestBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("read manifest %s: %w", name, err)
+	r := &boundedReader{r: f, left: MaxManifestBytes + 1}
+	err = DecodeManifestStream(name, r, fn)
+	if r.left <= 0 {
+		return fmt.Errorf("manifest %s is larger than %d bytes", name, MaxManifestBytes)
 	}
-	if len(data) > MaxManifestBytes {
-		return nil, fmt.Errorf("manifest %s is larger than %d bytes", name, MaxManifestBytes)
+	return err
+}
+
+// boundedReader reads at most left bytes; left reaching 0 means too large.
+type boundedReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (b *boundedReader) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, io.EOF
 	}
-	return data, nil
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	return n, err
 }
 
 // manifestFiles lists the files of path p; inDir is true when p is a directory.
@@ -137,42 +181,70 @@ func manifestFiles(p string) ([]string, bool, error) {
 // kind: List is expanded into its items. Every object needs apiVersion,
 // kind and metadata.name.
 func DecodeManifests(name string, data []byte) ([]Manifest, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	var out []Manifest
+	err := DecodeManifestStream(name, bytes.NewReader(data), func(m Manifest) error {
+		out = append(out, m)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// DecodeManifestStream decodes r as DecodeManifests does, one document at a
+// time, handing each object to fn before the next document is read.
+func DecodeManifestStream(name string, r io.Reader, fn func(Manifest) error) error {
+	dec := utilyaml.NewYAMLOrJSONDecoder(r, 4096)
+	found := 0
 	for doc := 1; ; doc++ {
-		var raw json.RawMessage
-		err := dec.Decode(&raw)
+		objs, err := decodeDocument(dec, name, doc)
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: document %d is not valid JSON or YAML: %v", name, doc, err)
+			return err
 		}
-		if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
-			continue
+		for _, m := range objs {
+			found++
+			if err := fn(m); err != nil {
+				return err
+			}
 		}
-		// Integers become int64, as the API server decodes them.
-		var obj map[string]any
-		if err := utiljson.Unmarshal(raw, &obj); err != nil {
-			return nil, fmt.Errorf("%s: document %d must be an object: %v", name, doc, err)
-		}
-		if obj == nil {
-			continue
-		}
-		src := name
-		if doc > 1 {
-			src = fmt.Sprintf("%s#%d", name, doc)
-		}
-		objs, err := expandList(src, obj)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, objs...)
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: no objects found", name)
+	if found == 0 {
+		return fmt.Errorf("%s: no objects found", name)
 	}
-	return out, nil
+	return nil
+}
+
+// decodeDocument decodes the next document into its objects (none for an
+// empty document); io.EOF after the last.
+func decodeDocument(dec *utilyaml.YAMLOrJSONDecoder, name string, doc int) ([]Manifest, error) {
+	var raw json.RawMessage
+	err := dec.Decode(&raw)
+	if errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: document %d is not valid JSON or YAML: %v", name, doc, err)
+	}
+	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+		return nil, nil
+	}
+	// Integers become int64, as the API server decodes them.
+	var obj map[string]any
+	if err := utiljson.Unmarshal(raw, &obj); err != nil {
+		return nil, fmt.Errorf("%s: document %d must be an object: %v", name, doc, err)
+	}
+	if obj == nil {
+		return nil, nil
+	}
+	src := name
+	if doc > 1 {
+		src = fmt.Sprintf("%s#%d", name, doc)
+	}
+	return expandList(src, obj)
 }
 
 func expandList(src string, obj map[string]any) ([]Manifest, error) {

@@ -21,10 +21,10 @@ func Check(p *ir.Policy, kubeVersion *version.Version) ([]ExprError, error) {
 	if kubeVersion == nil {
 		kubeVersion = RuntimeVersion()
 	}
-	cc, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(kubeVersion))
-	if err != nil {
+	if _, err := sharedOptionEnvs(kubeVersion); err != nil {
 		return nil, fmt.Errorf("initialise CEL compiler: %w", err)
 	}
+	cc := NewCompiler(kubeVersion)
 	mode := environment.NewExpressions
 	opts := plugincel.OptionalVariableDeclarations{HasParams: p.ParamKind != nil, HasAuthorizer: true}
 	var errs []ExprError

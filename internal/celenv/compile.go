@@ -31,8 +31,9 @@ type CompiledPolicy struct {
 	Matcher matchconditions.Matcher
 	// Patchers are a mutating policy's JSONPatch mutations, in order.
 	Patchers []patch.Patcher
-	// Compiler holds the policy's variables; mutations evaluate through it.
-	Compiler *plugincel.CompositedCompiler
+	// Compiler holds the policy's variables; mutations evaluate in a
+	// context from its CreateContext.
+	Compiler *Compiler
 }
 
 // Compile compiles p for evaluation, exactly as the API server's validating
@@ -40,12 +41,14 @@ type CompiledPolicy struct {
 // returned: as in the API server they surface as decisions at request time.
 // Use Check to find them ahead of time.
 func Compile(p *ir.Policy) (*CompiledPolicy, error) {
-	cc, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(RuntimeVersion()))
-	if err != nil {
+	if _, err := sharedOptionEnvs(RuntimeVersion()); err != nil {
 		return nil, fmt.Errorf("initialise CEL compiler: %w", err)
 	}
+	cc := NewCompiler(RuntimeVersion())
 	opts := plugincel.OptionalVariableDeclarations{HasParams: p.ParamKind != nil, HasAuthorizer: true}
-	cc.CompileAndStoreVariables(variableAccessors(p.Variables), opts, environment.StoredExpressions)
+	for _, v := range variableAccessors(p.Variables) {
+		cc.CompileAndStoreVariable(v, opts, environment.StoredExpressions)
+	}
 	matcher := compileMatcher(cc, p, opts)
 	out := &CompiledPolicy{Compiler: cc, Matcher: matcher}
 	if p.Kind == ir.Mutating {
@@ -82,7 +85,7 @@ func FailurePolicy(f ir.FailurePolicy) *admissionregistrationv1.FailurePolicyTyp
 	return &fp
 }
 
-func compileMatcher(cc *plugincel.CompositedCompiler, p *ir.Policy, opts plugincel.OptionalVariableDeclarations) matchconditions.Matcher {
+func compileMatcher(cc *Compiler, p *ir.Policy, opts plugincel.OptionalVariableDeclarations) matchconditions.Matcher {
 	if len(p.MatchConditions) == 0 {
 		return nil
 	}

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -153,48 +154,65 @@ type TestResult struct {
 	// Notices are admitc's own remarks on the object, such as a kind no
 	// loaded policy matches.
 	Notices []string `json:"notices,omitempty"`
-	// repeated is true when another manifest has the same kind, namespace
-	// and name, so text output names the source file.
-	repeated bool
+	// sameAs names the source of an earlier manifest with the same kind,
+	// namespace and name, so text output can tell the two apart.
+	sameAs string
 }
 
-// Run judges every manifest and prints the results.
+// Run judges every manifest and prints the results. Text output is written
+// object by object as each is judged; JSON output is one document, written
+// at the end.
 func (o *TestOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	ms, notices, err := runtime.ReadManifestsReport(o.Manifests)
-	for _, n := range notices {
-		fmt.Fprintf(o.Err, "notice: %s\n", n)
-	}
-	if err != nil {
-		return usageError(err)
-	}
-	if ms, err = o.Cluster.manifests(ms); err != nil {
-		return err
-	}
-	repeated := repeatedNames(ms)
 	var results []TestResult
-	for i, m := range ms {
+	var sum testSummary
+	var writeErr error
+	seen := map[string]string{}
+	notice := func(n string) { fmt.Fprintf(o.Err, "notice: %s\n", n) }
+	err := runtime.EachManifest(o.Manifests, notice, func(m runtime.Manifest) error {
+		defaulted, err := o.Cluster.manifests([]runtime.Manifest{m})
+		if err != nil {
+			return err
+		}
+		m = defaulted[0]
 		r, err := o.admit(ctx, m)
 		if err != nil {
-			return usageError(fmt.Errorf("%s: %w", m.Source, err))
+			return fmt.Errorf("%s: %w", m.Source, err)
 		}
-		r.repeated = repeated[i]
-		results = append(results, r)
+		r.sameAs = sameName(seen, m)
+		sum.add(r)
+		if o.Output == "json" {
+			results = append(results, r)
+			return nil
+		}
+		writeErr = writeTestResultText(o.Out, r)
+		return writeErr
+	})
+	if writeErr != nil {
+		return writeErr
+	}
+	if err != nil {
+		var ue *ExitError
+		if errors.As(err, &ue) {
+			return err
+		}
+		return usageError(err)
+	}
+	if sum.Objects == 0 {
+		return usageError(fmt.Errorf("no Kubernetes objects in %s", strings.Join(o.Manifests, ", ")))
 	}
 	if o.Output == "json" {
 		err = writeTestJSON(o.Out, results)
 	} else {
-		err = writeTestText(o.Out, results)
+		err = writeTestSummaryText(o.Out, sum)
 	}
 	if err != nil {
 		return err
 	}
-	for _, r := range results {
-		if !r.Allowed {
-			return failed
-		}
+	if sum.Denied > 0 {
+		return failed
 	}
 	return nil
 }
@@ -223,21 +241,15 @@ func (o *TestOptions) admit(ctx context.Context, m runtime.Manifest) (TestResult
 	return r, nil
 }
 
-// repeatedNames marks the manifests whose kind, namespace and name another
-// manifest shares.
-func repeatedNames(ms []runtime.Manifest) []bool {
-	key := func(m runtime.Manifest) string {
-		return m.Object.GetAPIVersion() + "/" + m.Object.GetKind() + "/" + m.Object.GetNamespace() + "/" + m.Object.GetName()
+// sameName records m and returns the source of an earlier manifest with the
+// same apiVersion, kind, namespace and name ("" for the first).
+func sameName(seen map[string]string, m runtime.Manifest) string {
+	key := m.Object.GetAPIVersion() + "/" + m.Object.GetKind() + "/" + m.Object.GetNamespace() + "/" + m.Object.GetName()
+	if first, ok := seen[key]; ok {
+		return first
 	}
-	count := map[string]int{}
-	for _, m := range ms {
-		count[key(m)]++
-	}
-	out := make([]bool, len(ms))
-	for i, m := range ms {
-		out[i] = count[key(m)] > 1
-	}
-	return out
+	seen[key] = m.Source
+	return ""
 }
 
 func writeTestJSON(w io.Writer, results []TestResult) error {
@@ -259,57 +271,65 @@ type testSummary struct {
 }
 
 func summarise(results []TestResult) testSummary {
-	s := testSummary{Objects: len(results)}
+	var s testSummary
 	for _, r := range results {
-		if r.Allowed {
-			s.Allowed++
-		} else {
-			s.Denied++
-		}
-		if len(r.Warnings) > 0 {
-			s.WithWarnings++
-		}
+		s.add(r)
 	}
 	return s
 }
 
-func writeTestText(w io.Writer, results []TestResult) error {
+func (s *testSummary) add(r TestResult) {
+	s.Objects++
+	if r.Allowed {
+		s.Allowed++
+	} else {
+		s.Denied++
+	}
+	if len(r.Warnings) > 0 {
+		s.WithWarnings++
+	}
+}
+
+// writeTestResultText prints one object's verdict, patches, violations and
+// audit annotations.
+func writeTestResultText(w io.Writer, r TestResult) error {
 	var b strings.Builder
-	for _, r := range results {
-		verdict := "ALLOWED"
-		if !r.Allowed {
-			verdict = "DENIED"
-		}
-		fmt.Fprintf(&b, "%s %s %s", verdict, r.Kind, objectRef(r.Namespace, r.Name))
-		if r.repeated {
-			fmt.Fprintf(&b, " (%s)", r.Source)
-		}
-		b.WriteString("\n")
-		for _, n := range r.Notices {
-			fmt.Fprintf(&b, "  warning: %s\n", n)
-		}
-		for _, p := range r.Patches {
-			for _, op := range p.Ops {
-				fmt.Fprintf(&b, "  patch %s %s%s (%s)\n", op.Op, op.Path, patchValue(op), p.Policy)
-			}
-		}
-		for _, v := range r.Violations {
-			fmt.Fprintf(&b, "  %s %s\n", actionLabel(v.Actions), v.Labelled())
-		}
-		for _, k := range sortedAnnotationKeys(r.Result.AuditAnnotations) {
-			fmt.Fprintf(&b, "  audit-annotation %s=%s\n", k, r.Result.AuditAnnotations[k])
-		}
-		for _, t := range r.Trace {
-			fmt.Fprintf(&b, "  explain %s: %s", t.Policy, t.Outcome)
-			if t.Detail != "" {
-				fmt.Fprintf(&b, " (%s)", t.Detail)
-			}
-			b.WriteString("\n")
+	verdict := "ALLOWED"
+	if !r.Allowed {
+		verdict = "DENIED"
+	}
+	fmt.Fprintf(&b, "%s %s %s", verdict, r.Kind, objectRef(r.Namespace, r.Name))
+	if r.sameAs != "" {
+		fmt.Fprintf(&b, " (%s; same name as %s)", r.Source, r.sameAs)
+	}
+	b.WriteString("\n")
+	for _, n := range r.Notices {
+		fmt.Fprintf(&b, "  warning: %s\n", n)
+	}
+	for _, p := range r.Patches {
+		for _, op := range p.Ops {
+			fmt.Fprintf(&b, "  patch %s %s%s (%s)\n", op.Op, op.Path, patchValue(op), p.Policy)
 		}
 	}
-	s := summarise(results)
-	fmt.Fprintf(&b, "%d object(s): %d allowed, %d denied, %d with warnings\n", s.Objects, s.Allowed, s.Denied, s.WithWarnings)
+	for _, v := range r.Violations {
+		fmt.Fprintf(&b, "  %s %s\n", actionLabel(v.Actions), v.Labelled())
+	}
+	for _, k := range sortedAnnotationKeys(r.Result.AuditAnnotations) {
+		fmt.Fprintf(&b, "  audit-annotation %s=%s\n", k, r.Result.AuditAnnotations[k])
+	}
+	for _, t := range r.Trace {
+		fmt.Fprintf(&b, "  explain %s: %s", t.Policy, t.Outcome)
+		if t.Detail != "" {
+			fmt.Fprintf(&b, " (%s)", t.Detail)
+		}
+		b.WriteString("\n")
+	}
 	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func writeTestSummaryText(w io.Writer, s testSummary) error {
+	_, err := fmt.Fprintf(w, "%d object(s): %d allowed, %d denied, %d with warnings\n", s.Objects, s.Allowed, s.Denied, s.WithWarnings)
 	return err
 }
 
