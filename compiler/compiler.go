@@ -49,7 +49,7 @@ func Compile(sources []Source, opts Options) (*ir.PolicySet, Diagnostics) {
 				set.Policies = append(set.Policies, r.compileForeign(f, names, opts)...)
 			}
 			if f.binding != nil {
-				bindings = append(bindings, foreignBinding{f.binding, f.policyName, f.kind})
+				bindings = append(bindings, foreignBinding{binding: f.binding, policyName: f.policyName, kind: f.kind, constraint: f.constraint})
 			}
 		}
 		diags = append(diags, r.diags...)
