@@ -19,7 +19,14 @@ import (
 
 // requestNamespace is the namespace Gatekeeper matches: a Namespace's own
 // name, else the request's namespace.
-const requestNamespace = `(request.kind.group == "" && request.kind.kind == "Namespace" ? request.name : request.namespace)`
+const requestNamespace = `(request.kind.group == "" && request.kind.kind == "Namespace" ? ` + requestName + ` : ` + requestNS + `)`
+
+// requestName and requestNS are the request's name and namespace, "" when
+// absent (the API server omits empty ones).
+const (
+	requestName = `(has(request.name) ? request.name : "")`
+	requestNS   = `(has(request.namespace) ? request.namespace : "")`
+)
 
 const isNamespace = `(request.kind.group == "" && request.kind.kind == "Namespace")`
 
@@ -55,8 +62,8 @@ func matchConditions(o ir.Origin) []ir.NamedExpression {
 		{"namespaces", unset("namespaces") + ` || ` + ns + ` == "" || params.spec.match.namespaces.exists(w, ` + glob("w", ns) + `)`},
 		{"excluded_namespaces", unset("excludedNamespaces") + ` || ` + ns + ` == "" || !params.spec.match.excludedNamespaces.exists(w, ` + glob("w", ns) + `)`},
 		{"name", unset("name") + ` || params.spec.match.name == "" || ` + glob("params.spec.match.name", name) + ` || ` + generateNameGlob("params.spec.match.name", generateName)},
-		{"scope", unset("scope") + ` || (params.spec.match.scope == "Cluster" ? ` + isNamespace + ` || request.namespace == "" : ` +
-			`params.spec.match.scope == "Namespaced" ? !` + isNamespace + ` && request.namespace != "" : true)`},
+		{"scope", unset("scope") + ` || (params.spec.match.scope == "Cluster" ? ` + isNamespace + ` || ` + requestNS + ` == "" : ` +
+			`params.spec.match.scope == "Namespaced" ? !` + isNamespace + ` && ` + requestNS + ` != "" : true)`},
 	}
 	var out []ir.NamedExpression
 	for _, c := range conds {
