@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -75,6 +76,9 @@ func (r *reader) readForeign(n *yaml.Node) (foreignDoc, bool) {
 		res, ds := gatekeeper.Read(doc)
 		r.diags = append(r.diags, ds...)
 		if len(ds) > 0 || res == nil {
+			if gv.Group == gatekeeper.TemplateGroup {
+				r.brokenTemplateKinds = append(r.brokenTemplateKinds, gatekeeper.TemplateKind(doc))
+			}
 			return foreignDoc{}, false
 		}
 		return foreignDoc{policy: res.Policy, binding: res.Binding, kind: res.ConstraintKind, constraint: res.Binding != nil, doc: doc}, true
@@ -123,8 +127,9 @@ func expressionPaths(p *ir.Policy) []string {
 // attachBindings gives each imported policy its bindings, in name order
 // (the API server's order). A binding of a policy that is not among the
 // files, or of the wrong kind, is an error; so is a Gatekeeper constraint
-// whose template is not among the files.
-func attachBindings(set *ir.PolicySet, bindings []foreignBinding) Diagnostics {
+// whose template is not among the files (one whose template has errors of
+// its own is not reported again).
+func attachBindings(set *ir.PolicySet, bindings []foreignBinding, brokenTemplateKinds []string) Diagnostics {
 	var diags Diagnostics
 	byName := map[string]*ir.Policy{}
 	byConstraintKind := map[string]*ir.Policy{}
@@ -141,7 +146,7 @@ func attachBindings(set *ir.PolicySet, bindings []foreignBinding) Diagnostics {
 		if b.constraint {
 			if p, ok := byConstraintKind[b.kind]; ok {
 				p.Bindings = append(p.Bindings, *b.binding)
-			} else {
+			} else if !slices.Contains(brokenTemplateKinds, b.kind) {
 				diags = append(diags, Diagnostic{Origin: b.binding.Origin, Message: fmt.Sprintf("constraint %q is of kind %s, but no ConstraintTemplate in the policy files defines that kind (crd.spec.names.kind); pass the template's file too", b.binding.Name, b.kind)})
 			}
 			continue

@@ -78,3 +78,12 @@ func (r *reader) origin(path string) ir.Origin {
 func (r *reader) errorf(path, format string, args ...any) {
 	r.diags = append(r.diags, diag.Diagnostic{Origin: r.origin(path), Message: fmt.Sprintf(format, args...)})
 }
+
+// TemplateKind is the constraint kind a ConstraintTemplate document names
+// (spec.crd.spec.names.kind), or "".
+func TemplateKind(doc *source.Doc) string {
+	if n := doc.NodeAt("spec.crd.spec.names.kind"); n != nil {
+		return n.Value
+	}
+	return ""
+}

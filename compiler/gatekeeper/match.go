@@ -2,7 +2,6 @@ package gatekeeper
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/admitc/admitc/ir"
@@ -105,8 +104,8 @@ func kindRules(kinds []matchKinds) []ir.ResourceRule {
 }
 
 // Narrow sets a template policy's matchConstraints to the resources its
-// constraints name (every resource when one names none), on the template's
-// operations. Call it once
+// constraints name, in binding order (every resource when one names
+// none), on the template's operations. Call it once
 // its constraints are attached.
 func Narrow(p *ir.Policy) {
 	ops := p.MatchConstraints.ResourceRules[0].Operations
@@ -129,9 +128,6 @@ func Narrow(p *ir.Policy) {
 			}
 		}
 	}
-	sort.SliceStable(rules, func(i, j int) bool {
-		return strings.Join(rules[i].APIGroups, ",")+strings.Join(rules[i].Resources, ",") < strings.Join(rules[j].APIGroups, ",")+strings.Join(rules[j].Resources, ",")
-	})
 	p.MatchConstraints.ResourceRules = rules
 }
 
