@@ -41,7 +41,7 @@ func TestBindingParams(t *testing.T) {
 	}{
 		"compiled-in params win over the request's": {compiled: []map[string]any{limitParam("limit", "the binding")}, want: []string{"[limit (binding shop-limit)] judged by the binding"}},
 		"paramRef still selects among them":         {compiled: []map[string]any{limitParam("other", "the binding")}},
-		"without compiled-in params, the request's":  {want: []string{"[limit (binding shop-limit)] judged by the request"}},
+		"without compiled-in params, the request's": {want: []string{"[limit (binding shop-limit)] judged by the request"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
