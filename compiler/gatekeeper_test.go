@@ -171,3 +171,11 @@ func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
 }
+
+func TestGatekeeperV1beta1AndRegoBesideCEL(t *testing.T) {
+	tmpl := strings.Replace(gkTemplate(gkValidation), "templates.gatekeeper.sh/v1\n", "templates.gatekeeper.sh/v1beta1\n", 1)
+	tmpl = strings.Replace(tmpl, "    code:\n", "    rego: |\n      package k8srequiredlabels\n    code:\n", 1)
+	set, errs := compileGK(t, Source{Name: "template.yaml", Data: []byte(tmpl)}, Source{Name: "constraint.yaml", Data: []byte(gkConstraint)})
+	require.Empty(t, errs)
+	assert.Equal(t, "variables.params.labels.all(l, l in variables.anyObject.metadata.labels)", set.Policies[0].Validations[0].Expression)
+}
