@@ -38,6 +38,7 @@ func Compile(sources []Source, opts Options) (*ir.PolicySet, Diagnostics) {
 	var diags Diagnostics
 	names := map[string]ir.Origin{}
 	var bindings []foreignBinding
+	var brokenTemplateKinds []string
 	for _, src := range sources {
 		r := &reader{file: src.Name, lines: strings.Split(string(src.Data), "\n"), exprNodes: map[string]field{}}
 		decls, foreign := r.parse(src.Data)
@@ -49,12 +50,13 @@ func Compile(sources []Source, opts Options) (*ir.PolicySet, Diagnostics) {
 				set.Policies = append(set.Policies, r.compileForeign(f, names, opts)...)
 			}
 			if f.binding != nil {
-				bindings = append(bindings, foreignBinding{f.binding, f.policyName, f.kind})
+				bindings = append(bindings, foreignBinding{binding: f.binding, policyName: f.policyName, kind: f.kind, constraint: f.constraint})
 			}
 		}
 		diags = append(diags, r.diags...)
+		brokenTemplateKinds = append(brokenTemplateKinds, r.brokenTemplateKinds...)
 	}
-	diags = append(diags, attachBindings(set, bindings)...)
+	diags = append(diags, attachBindings(set, bindings, brokenTemplateKinds)...)
 	if len(diags) > 0 {
 		diags.Sort()
 		return nil, diags
@@ -168,10 +170,13 @@ func (r *reader) celDiagnostic(p *ir.Policy, e celenv.ExprError) Diagnostic {
 	n := f.node
 	switch {
 	case n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 && e.Line > 0:
+		// A block's content starts on the line after its indicator; its
+		// indentation is the first content line's, and CEL counts columns
+		// from there (a continuation line's extra spaces are CEL's).
 		o.Line = n.Line + e.Line
-		if o.Line-1 < len(r.lines) {
-			text := r.lines[o.Line-1]
-			o.Column = len(text) - len(strings.TrimLeft(text, " ")) + e.Column
+		if n.Line < len(r.lines) {
+			first := r.lines[n.Line]
+			o.Column = len(first) - len(strings.TrimLeft(first, " ")) + e.Column
 		}
 	case e.Line == 1:
 		o.Line, o.Column = n.Line, n.Column+e.Column-1

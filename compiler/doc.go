@@ -1,5 +1,9 @@
 // Package compiler turns admitc policy files (JSON or YAML) into an
-// *ir.PolicySet plus diagnostics.
+// *ir.PolicySet plus diagnostics. A document with apiVersion and kind goes to
+// the frontend of its API group: compiler/vap (admissionregistration.k8s.io)
+// or compiler/gatekeeper (templates.gatekeeper.sh, constraints.gatekeeper.sh);
+// bindings and constraints are attached to their policies once every file is
+// read.
 //
 // Phases: parse (yaml.v3 nodes, so every value keeps its line and column and
 // its field path), lower (each built-in type becomes CEL validations or CEL

@@ -23,6 +23,9 @@ type reader struct {
 	diags Diagnostics
 	// exprNodes maps the field path of every CEL expression to its node.
 	exprNodes map[string]field
+	// brokenTemplateKinds are the constraint kinds of Gatekeeper templates
+	// that did not read, so their constraints are not reported as orphans.
+	brokenTemplateKinds []string
 }
 
 func (r *reader) origin(n *yaml.Node, path string) ir.Origin {

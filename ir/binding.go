@@ -63,6 +63,11 @@ type Binding struct {
 	Actions        []Action        `json:"actions,omitempty"`
 	MatchResources *MatchResources `json:"matchResources,omitempty"`
 	ParamRef       *ParamRef       `json:"paramRef,omitempty"`
+	// Params are parameter objects compiled in with the binding: when set,
+	// its ParamRef selects among them instead of the request's parameter
+	// objects. A Gatekeeper Constraint is both a binding and that binding's
+	// parameter object, so it travels with the binding it defines.
+	Params []map[string]any `json:"params,omitempty"`
 }
 
 // Imported reports whether the policy carries its own scope

@@ -1,5 +1,7 @@
 package ir
 
+import "strings"
+
 // WorkloadKind describes a kind that carries a pod spec, and where.
 type WorkloadKind struct {
 	Resource Resource
@@ -64,4 +66,28 @@ func KindForResource(group, resource string) (WorkloadKind, bool) {
 		}
 	}
 	return WorkloadKind{}, false
+}
+
+// ResourceForKind returns the REST resource that serves kind in group: from
+// admitc's kind tables, else the API server's conventional lower-case plural
+// (Endpoints and kinds ending in s, x, ch or sh take "es", a consonant and y
+// takes "ies").
+func ResourceForKind(group, kind string) string {
+	for _, table := range [][]WorkloadKind{PodKinds, OtherKinds} {
+		for _, k := range table {
+			if k.Resource.Group == group && k.Resource.Kind == kind {
+				return k.Resource.Resource
+			}
+		}
+	}
+	lower := strings.ToLower(kind)
+	switch {
+	case lower == "endpoints":
+		return lower
+	case strings.HasSuffix(lower, "s"), strings.HasSuffix(lower, "x"), strings.HasSuffix(lower, "ch"), strings.HasSuffix(lower, "sh"):
+		return lower + "es"
+	case strings.HasSuffix(lower, "y") && len(lower) > 1 && !strings.ContainsRune("aeiou", rune(lower[len(lower)-2])):
+		return strings.TrimSuffix(lower, "y") + "ies"
+	}
+	return lower + "s"
 }

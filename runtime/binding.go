@@ -65,12 +65,18 @@ func (ev *evaluation) matches(m *ir.MatchResources) (bool, error) {
 
 // bindingParams finds the parameter objects of binding b of p, as the API
 // server's CollectParams does: [nil] when the policy takes none, an error
-// for parameterNotFoundAction Deny with none found.
-func (ev *evaluation) bindingParams(p *ir.Policy, ref *ir.ParamRef) ([]k8sruntime.Object, error) {
+// for parameterNotFoundAction Deny with none found. The candidates are the
+// binding's own Params when it has some, else the request's.
+func (ev *evaluation) bindingParams(p *ir.Policy, b *ir.Binding) ([]k8sruntime.Object, error) {
+	ref := b.ParamRef
 	if p.ParamKind == nil || ref == nil {
 		return []k8sruntime.Object{nil}, nil
 	}
-	namespaced := paramKindNamespaced(p.ParamKind, ev.req.Params)
+	candidates := ev.req.Params
+	if len(b.Params) > 0 {
+		candidates = staticParams(b.Params)
+	}
+	namespaced := paramKindNamespaced(p.ParamKind, candidates)
 	ns := ""
 	if namespaced {
 		ns = ev.req.Namespace
@@ -91,7 +97,7 @@ func (ev *evaluation) bindingParams(p *ir.Policy, ref *ir.ParamRef) ([]k8sruntim
 		sel = s
 	}
 	var out []k8sruntime.Object
-	for _, obj := range ev.req.Params {
+	for _, obj := range candidates {
 		if obj.GetAPIVersion() != p.ParamKind.APIVersion || obj.GetKind() != p.ParamKind.Kind || obj.GetNamespace() != ns {
 			continue
 		}
@@ -103,6 +109,16 @@ func (ev *evaluation) bindingParams(p *ir.Policy, ref *ir.ParamRef) ([]k8sruntim
 		return nil, errParamNotFound
 	}
 	return out, nil
+}
+
+// staticParams wraps a binding's compiled-in parameter objects. The
+// evaluator only reads them, so they are shared, not copied.
+func staticParams(objs []map[string]any) []*unstructured.Unstructured {
+	out := make([]*unstructured.Unstructured, len(objs))
+	for i, o := range objs {
+		out[i] = &unstructured.Unstructured{Object: o}
+	}
+	return out
 }
 
 // paramKindNamespaced says whether a param kind is namespaced: the core

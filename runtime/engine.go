@@ -214,7 +214,7 @@ func record(out validating.ValidateResult, p *ir.Policy, binding string, actions
 // API server's validating policy dispatcher does.
 func (e *Engine) validateImported(ctx context.Context, ev *evaluation, p *ir.Policy, c *celenv.CompiledPolicy, res *Result) {
 	for _, b := range e.matchingBindings(ev, p, res) {
-		params, err := ev.bindingParams(p, b.ParamRef)
+		params, err := ev.bindingParams(p, b)
 		if err != nil {
 			e.configError(ev, p, b.Name, err, res)
 			continue
@@ -371,7 +371,7 @@ func (e *Engine) mutateOne(ctx context.Context, req *Request, obj *unstructured.
 func (e *Engine) mutateImported(ctx context.Context, req *Request, obj *unstructured.Unstructured, p *ir.Policy, c *celenv.CompiledPolicy, res *Result) *unstructured.Unstructured {
 	ev := e.newEvaluation(req, obj)
 	for _, b := range e.matchingBindings(ev, p, res) {
-		params, err := ev.bindingParams(p, b.ParamRef)
+		params, err := ev.bindingParams(p, b)
 		if err != nil {
 			e.configError(ev, p, b.Name, err, res)
 			continue

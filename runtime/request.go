@@ -1,8 +1,6 @@
 package runtime
 
 import (
-	"strings"
-
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -64,24 +62,7 @@ func RequestFor(obj, old *unstructured.Unstructured, namespace string) *Request 
 
 func isClusterScoped(kind string) bool { return kind == "Namespace" }
 
-// ResourceFor returns the REST resource serving gvk, from admitc's kind tables,
-// or the conventional lower-case plural for other kinds.
+// ResourceFor returns the REST resource serving gvk (see ir.ResourceForKind).
 func ResourceFor(gvk schema.GroupVersionKind) schema.GroupVersionResource {
-	for _, table := range [][]ir.WorkloadKind{ir.PodKinds, ir.OtherKinds} {
-		for _, k := range table {
-			if k.Resource.Group == gvk.Group && k.Resource.Kind == gvk.Kind {
-				return gvk.GroupVersion().WithResource(k.Resource.Resource)
-			}
-		}
-	}
-	plural := strings.ToLower(gvk.Kind)
-	switch {
-	case strings.HasSuffix(plural, "s"):
-		plural += "es"
-	case strings.HasSuffix(plural, "y"):
-		plural = strings.TrimSuffix(plural, "y") + "ies"
-	default:
-		plural += "s"
-	}
-	return gvk.GroupVersion().WithResource(plural)
+	return gvk.GroupVersion().WithResource(ir.ResourceForKind(gvk.Group, gvk.Kind))
 }

@@ -79,21 +79,36 @@ func mapValue(n *yaml.Node, key string) *yaml.Node {
 // value; each mistake is a diagnostic at its place. what names the format
 // in messages ("a ValidatingAdmissionPolicy").
 func (d *Doc) Decode(out any, what string) diag.Diagnostics {
+	return d.decodeNode(d.Root, "", out, what)
+}
+
+// DecodeAt decodes the node at field path path like Decode, for a part of a
+// document whose type depends on a sibling field (a Gatekeeper template's
+// code source depends on its engine); diagnostics carry full field paths.
+func (d *Doc) DecodeAt(path string, out any, what string) diag.Diagnostics {
+	n := d.NodeAt(path)
+	if n == nil {
+		return diag.Diagnostics{{Origin: d.Origin(d.Root, path), Message: "missing " + path}}
+	}
+	return d.decodeNode(n, path, out, what)
+}
+
+func (d *Doc) decodeNode(n *yaml.Node, path string, out any, what string) diag.Diagnostics {
 	var ds diag.Diagnostics
-	d.check(d.Root, reflect.TypeOf(out).Elem(), "", what, &ds)
+	d.check(n, reflect.TypeOf(out).Elem(), path, what, &ds)
 	if len(ds) > 0 {
 		return ds
 	}
 	var generic any
-	if err := d.Root.Decode(&generic); err != nil {
-		return diag.Diagnostics{{Origin: d.Origin(d.Root, ""), Message: err.Error()}}
+	if err := n.Decode(&generic); err != nil {
+		return diag.Diagnostics{{Origin: d.Origin(n, path), Message: err.Error()}}
 	}
 	data, err := json.Marshal(jsonable(generic))
 	if err != nil {
-		return diag.Diagnostics{{Origin: d.Origin(d.Root, ""), Message: err.Error()}}
+		return diag.Diagnostics{{Origin: d.Origin(n, path), Message: err.Error()}}
 	}
 	if err := json.Unmarshal(data, out); err != nil {
-		return diag.Diagnostics{{Origin: d.Origin(d.Root, ""), Message: fmt.Sprintf("not %s: %v", what, err)}}
+		return diag.Diagnostics{{Origin: d.Origin(n, path), Message: fmt.Sprintf("not %s: %v", what, err)}}
 	}
 	return nil
 }
