@@ -102,6 +102,14 @@ webhook together enforces every policy twice. On stdout, when several backends
 are printed, each backend's section starts with a comment such as
 "# --- backend: vap (...) ---".
 
+The opt-in static backend (--backend static) writes, under static/, the
+manifests kube-apiserver loads from disk before its first request
+(Kubernetes 1.36+): admission-configuration.yaml for
+--admission-control-config-file and one directory per admission plugin, the
+objects named NAME.static.k8s.io. --static-root is where kube-apiserver sees
+that directory. Every tree is first loaded with kube-apiserver's own loaders;
+--check also reports a file in a plugin directory that admitc did not write.
+
 Output does not depend on the working directory or on how a --policies path
 is spelled (relative, absolute, ./): origins in the output (ir.json, Kyverno's
 admitc.dev/origin annotation) name a policy file by its base name only.
