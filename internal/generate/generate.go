@@ -13,8 +13,8 @@ import (
 
 	"github.com/admitc/admitc/backends"
 	"github.com/admitc/admitc/backends/kyverno"
-	"github.com/admitc/admitc/backends/static"
 	mapbackend "github.com/admitc/admitc/backends/map"
+	"github.com/admitc/admitc/backends/static"
 	"github.com/admitc/admitc/backends/vap"
 	"github.com/admitc/admitc/backends/webhook"
 	"github.com/admitc/admitc/compiler"

@@ -202,10 +202,10 @@ func (c *cluster) apiServerArgs(etcdPort, port int) []string {
 	args := []string{
 		fmt.Sprintf("--etcd-servers=http://127.0.0.1:%d", etcdPort),
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port),
-		"--tls-cert-file="+filepath.Join(pki, certs.CertFile), "--tls-private-key-file="+filepath.Join(pki, certs.KeyFile),
-		"--token-auth-file="+c.tokenFile, "--authorization-mode=RBAC",
+		"--tls-cert-file=" + filepath.Join(pki, certs.CertFile), "--tls-private-key-file=" + filepath.Join(pki, certs.KeyFile),
+		"--token-auth-file=" + c.tokenFile, "--authorization-mode=RBAC",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file="+filepath.Join(pki, "sa.key"), "--service-account-signing-key-file="+filepath.Join(pki, "sa.key"),
+		"--service-account-key-file=" + filepath.Join(pki, "sa.key"), "--service-account-signing-key-file=" + filepath.Join(pki, "sa.key"),
 		"--service-cluster-ip-range=10.0.0.0/24", "--allow-privileged=true", "--endpoint-reconciler-type=none",
 		"--runtime-config=admissionregistration.k8s.io/v1beta1=true"}
 	return append(args, c.extraArgs...)
