@@ -276,3 +276,37 @@ func logKept(t *testing.T, c *cluster) {
 		t.Logf("logs kept in %s", c.dir)
 	}
 }
+
+// TestStaticWebhook registers admitc serve through static webhook
+// configurations: no webhook configuration exists in the API, yet the
+// webhook judges pods.
+func TestStaticWebhook(t *testing.T) {
+	w := startWebhook(t)
+	dir := t.TempDir()
+	root := filepath.Join(dir, "static")
+	_, stderr, code := admitc(t, "compile", "--backend", "static", "--static-webhook", "--url", w.url, "--ca-bundle", filepath.Join(w.tls, "ca.crt"),
+		"--policies", "examples/policies/policies.json", "--namespace", "shop", "--static-root", root, "--out", dir)
+	require.Equal(t, 0, code, stderr)
+	c, etcdPort, err := startEtcdOnly([]string{"--admission-control-config-file=" + filepath.Join(root, "admission-configuration.yaml")})
+	if c != nil {
+		defer func() { c.stop(t.Failed()); logKept(t, c) }()
+	}
+	require.NoError(t, err)
+	require.NoError(t, c.startAPIServer(etcdPort))
+	require.NoError(t, c.connect())
+	require.NoError(t, bootstrapNamespace(c, "shop"))
+
+	a := dryRunCreateIn(t, c, manifest(t, "examples/manifests/privileged.json"), "shop")
+	require.Error(t, a.err)
+	assert.Contains(t, a.err.Error(), `admission webhook "validate.admitc.admitc.dev" denied the request: [disallow-privileged] container "web" is privileged`)
+	for _, resource := range []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"} {
+		list, err := c.dynamic.Resource(admissionGVR(resource)).List(context.Background(), metav1.ListOptions{})
+		require.NoError(t, err)
+		assert.Empty(t, list.Items, resource)
+	}
+	good := dryRunCreateIn(t, c, manifest(t, "examples/manifests/good.json"), "shop")
+	require.NoError(t, good.err)
+	containers, _, _ := unstructured.NestedSlice(good.obj.Object, "spec", "containers")
+	_, found, _ := unstructured.NestedMap(containers[0].(map[string]any), "resources", "requests")
+	assert.True(t, found, "the static mutating webhook set requests")
+}
