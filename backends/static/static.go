@@ -70,6 +70,15 @@ func (b Backend) Generate(set *ir.PolicySet, opts backends.Options) (backends.Ou
 // --static-webhook, else vap and map.
 func (b Backend) objects(set *ir.PolicySet, opts backends.Options) (backends.Output, diag.Diagnostics) {
 	if opts.Static.Webhooks {
+		var diags diag.Diagnostics
+		for i := range set.Policies {
+			if why := b.Webhook.Rejects(&set.Policies[i]); why != "" {
+				diags = append(diags, backends.Errorf(set.Policies[i].Origin, "policy %q cannot go to a static webhook: %s", set.Policies[i].Name, why))
+			}
+		}
+		if len(diags) > 0 {
+			return backends.Output{}, diags
+		}
 		return b.Webhook.Generate(set, opts)
 	}
 	vap, diags := b.Validating.Generate(set, opts)

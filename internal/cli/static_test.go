@@ -106,3 +106,24 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+func TestCompileStaticWebhookRefusesEveryResource(t *testing.T) {
+	policy := filepath.Join(t.TempDir(), "every.yaml")
+	require.NoError(t, os.WriteFile(policy, []byte(`apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: every
+spec:
+  matchConstraints:
+    resourceRules:
+    - apiGroups: ["*"]
+      apiVersions: ["*"]
+      operations: ["CREATE"]
+      resources: ["*"]
+  validations:
+  - expression: "true"
+`), 0o644))
+	_, stderr, code := run(t, "compile", "--backend", "static", "--static-webhook", "--url", "https://127.0.0.1:8443", "--namespace", "shop", "--policies", policy)
+	assert.Equal(t, ExitUsage, code)
+	assert.Contains(t, stderr, `policy "every" cannot go to a static webhook: its matchConstraints name every resource ("*")`)
+}

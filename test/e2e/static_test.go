@@ -58,11 +58,20 @@ func TestStaticManifests(t *testing.T) {
 
 	t.Run("the guard denies from the first request", func(t *testing.T) {
 		// The first request after /readyz: no admission object exists in the API.
-		_, err := c.dynamic.Resource(admissionGVR("validatingadmissionpolicies")).Create(ctx, managedVAP("first"), metav1.CreateOptions{})
+		const fixture = "examples/static-fixtures/managed-policy.yaml"
+		_, err := c.dynamic.Resource(admissionGVR("validatingadmissionpolicies")).Create(ctx, manifest(t, fixture), metav1.CreateOptions{})
 		require.Error(t, err)
 		assert.True(t, apierrors.IsForbidden(err), "%v", err)
 		assert.Contains(t, err.Error(), "ValidatingAdmissionPolicy 'admitc-guard-admission.static.k8s.io'")
 		assert.Contains(t, err.Error(), "only members of admitc:admins may change admission policies managed by admitc; admin is not one")
+
+		// admitc test decides the same (its user, admitc-test, is in no group either).
+		want := admitcTest(t, "examples/static/guard-admission.yaml", fixture)["managed-policy"]
+		assert.False(t, want.Allowed)
+		require.Len(t, want.Violations, 1)
+		assert.Equal(t, "admitc-guard-admission", want.Violations[0].Policy)
+		assert.Equal(t, strings.Replace(want.Violations[0].Message, "admitc-test is not one", "admin is not one", 1),
+			err.Error()[strings.Index(err.Error(), "only members"):], "the API server's message is admitc test's, for user admin")
 	})
 
 	t.Run("the static policies are invisible and cannot be changed", func(t *testing.T) {
