@@ -30,6 +30,19 @@ type Options struct {
 	KubeVersion *version.Version
 	// Webhook configures the webhook backend.
 	Webhook WebhookOptions
+	// Static configures the static backend.
+	Static StaticOptions
+}
+
+// StaticOptions configure the static backend: manifests kube-apiserver
+// loads from disk at startup (KEP-5793).
+type StaticOptions struct {
+	// Root is the directory kube-apiserver sees the output in: every
+	// staticManifestsDir of the AdmissionConfiguration is under it.
+	Root string
+	// Webhooks sends the policies to admitc serve through static webhook
+	// configurations (Webhook.URL) instead of static admission policies.
+	Webhooks bool
 }
 
 // WebhookOptions configure the webhook backend.
@@ -54,8 +67,18 @@ type WebhookOptions struct {
 	Image string
 }
 
-// Output is what a backend produced: objects in a fixed order.
+// Output is what a backend produced: objects in a fixed order, in one file
+// named after the backend, or, for a backend whose output is a directory
+// tree, Files (Objects is then unused).
 type Output struct {
+	Objects []runtime.Object
+	Files   []OutputFile
+}
+
+// OutputFile is one file of a backend's directory tree.
+type OutputFile struct {
+	// Path is slash-separated and relative to the backend's directory.
+	Path    string
 	Objects []runtime.Object
 }
 

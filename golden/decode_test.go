@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	apiserverv1 "k8s.io/apiserver/pkg/apis/apiserver/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -37,6 +38,8 @@ func typed(apiVersion, kind string) (any, error) {
 		return &admissionregistrationv1.ValidatingWebhookConfiguration{}, nil
 	case "admissionregistration.k8s.io/v1/MutatingWebhookConfiguration":
 		return &admissionregistrationv1.MutatingWebhookConfiguration{}, nil
+	case "apiserver.config.k8s.io/v1/AdmissionConfiguration":
+		return &apiserverv1.AdmissionConfiguration{}, nil
 	case "v1/Service":
 		return &corev1.Service{}, nil
 	case "apps/v1/Deployment":

@@ -2,9 +2,12 @@ package golden
 
 import (
 	"bytes"
+	"errors"
 	"flag"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -17,7 +20,11 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files")
 
 // outputs are the files a case may hold besides its inputs.
-var outputs = []string{"ir.json", "vap.yaml", "map.yaml", "webhook.yaml", "kyverno.yaml", "kyverno-cel.yaml", "kyverno-cel-errors.txt", "gatekeeper.yaml", "gatekeeper-errors.txt", "test.txt", "errors.txt"}
+var outputs = []string{"ir.json", "vap.yaml", "map.yaml", "webhook.yaml", "kyverno.yaml", "kyverno-cel.yaml", "kyverno-cel-errors.txt", "gatekeeper.yaml", "gatekeeper-errors.txt", "test.txt", "errors.txt", "static-errors.txt"}
+
+// staticDir is the directory output of the opt-in static backend, compiled
+// for a case that has a static.flags file (which may be empty).
+const staticDir = "static"
 
 // yamlOutputs are the files decoded strictly into typed objects.
 var yamlOutputs = []string{"vap.yaml", "map.yaml", "webhook.yaml", "kyverno.yaml", "kyverno-cel.yaml"}
@@ -80,6 +87,9 @@ func runCase(t *testing.T, dir string) {
 		} else {
 			got["gatekeeper-errors.txt"] = []byte(stderr)
 		}
+		for name, data := range compileStatic(t, dir, input) {
+			got[name] = data
+		}
 		testArgs := append(append([]string{"test", "--policies", input}, flags(t, dir, "test.flags")...), manifests...)
 		stdout, stderr, code = run(testArgs...)
 		require.Contains(t, []int{cli.ExitOK, cli.ExitFailed}, code, stderr)
@@ -92,11 +102,72 @@ func runCase(t *testing.T, dir string) {
 	for _, name := range outputs {
 		compare(t, filepath.Join(dir, name), got[name])
 	}
-	for _, name := range yamlOutputs {
+	for _, name := range append(sortedKeys(got, staticDir+"/"), goldenOnly(t, dir, got)...) {
+		compare(t, filepath.Join(dir, filepath.FromSlash(name)), got[name])
+	}
+	for _, name := range append(yamlOutputs, sortedKeys(got, staticDir+"/")...) {
 		if len(got[name]) > 0 {
 			assert.NoError(t, decodeStrict(got[name]), name)
 		}
 	}
+}
+
+// compileStatic runs the static backend for a case with static.flags: its
+// tree as "static/..." outputs, or its errors as static-errors.txt.
+func compileStatic(t *testing.T, dir, input string) map[string][]byte {
+	if _, err := os.Stat(filepath.Join(dir, "static.flags")); err != nil {
+		return nil
+	}
+	out := t.TempDir()
+	args := append([]string{"compile", "--policies", input, "--backend", "static", "--out", out}, flags(t, dir, "static.flags")...)
+	_, stderr, code := run(args...)
+	if code != cli.ExitOK {
+		return map[string][]byte{"static-errors.txt": []byte(stderr)}
+	}
+	got := map[string][]byte{}
+	require.NoError(t, filepath.WalkDir(filepath.Join(out, staticDir), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		rel, _ := filepath.Rel(out, path)
+		got[filepath.ToSlash(rel)] = data
+		return err
+	}))
+	return got
+}
+
+// goldenOnly are the files of the case's static directory that were not
+// generated: each must go (compared with empty).
+func goldenOnly(t *testing.T, dir string, got map[string][]byte) []string {
+	var out []string
+	err := filepath.WalkDir(filepath.Join(dir, staticDir), func(path string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		if _, ok := got[filepath.ToSlash(rel)]; !ok {
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	return out
+}
+
+// sortedKeys are got's names that start with prefix, sorted.
+func sortedKeys(got map[string][]byte, prefix string) []string {
+	var out []string
+	for name := range got {
+		if strings.HasPrefix(name, prefix) {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 func inputPath(t *testing.T, dir string) string {
@@ -136,6 +207,7 @@ func compare(t *testing.T, path string, got []byte) {
 			}
 			return
 		}
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
 		require.NoError(t, os.WriteFile(path, got, 0o644))
 		return
 	}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/admitc/admitc/backends"
+	"github.com/admitc/admitc/backends/static"
 	"github.com/admitc/admitc/backends/webhook"
 	"github.com/admitc/admitc/internal/generate"
 	"github.com/admitc/admitc/ir"
@@ -30,6 +31,7 @@ type CompileOptions struct {
 	Check       string
 	WithIR      bool
 	Webhook     webhookFlags
+	Static      backends.StaticOptions
 
 	// requireNamespace refuses to run without --namespace (webhook-config:
 	// a webhook's namespaceSelector must be chosen, never defaulted).
@@ -104,6 +106,14 @@ parameter CRD to be served (gatekeeper#4530), and refuses policies with one. On 
 are printed, each backend's section starts with a comment such as
 "# --- backend: vap (...) ---".
 
+The opt-in static backend (--backend static) writes, under static/, the
+manifests kube-apiserver loads from disk before its first request
+(Kubernetes 1.36+): admission-configuration.yaml for
+--admission-control-config-file and one directory per admission plugin, the
+objects named NAME.static.k8s.io. --static-root is where kube-apiserver sees
+that directory. Every tree is first loaded with kube-apiserver's own loaders;
+--check also reports a file in a plugin directory that admitc did not write.
+
 Output does not depend on the working directory or on how a --policies path
 is spelled (relative, absolute, ./): origins in the output (ir.json, Kyverno's
 admitc.dev/origin annotation) name a policy file by its base name only.
@@ -139,6 +149,8 @@ does not compile or a backend cannot express it.`,
 	f.StringVar(&o.Check, "check", "", "compare with the files in this directory; exit 1 with a diff when they differ")
 	f.BoolVar(&o.WithIR, "ir", false, "also write ir.json, the compiled intermediate representation")
 	o.Webhook.add(f)
+	f.StringVar(&o.Static.Root, "static-root", static.DefaultRoot, "static backend: the directory kube-apiserver sees the static/ output in (each plugin's staticManifestsDir is under it)")
+	f.BoolVar(&o.Static.Webhooks, "static-webhook", false, "static backend: send the policies to admitc serve at --url through static webhook configurations instead of static admission policies")
 	cmd.MarkFlagsMutuallyExclusive("out", "check")
 	_ = cmd.RegisterFlagCompletionFunc("backend", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return append([]string{"all"}, generate.Names()...), cobra.ShellCompDirectiveNoFileComp
@@ -162,6 +174,7 @@ func (o *CompileOptions) Complete() error {
 	}
 	o.opts.KubeVersion = version.MajorMinor(kv.Major(), kv.Minor())
 	o.opts.Namespaces = o.Namespaces
+	o.opts.Static = o.Static
 	if len(o.Policies.Paths) == 0 && len(o.Namespaces) == 0 {
 		o.opts.Namespaces = []string{ExampleNamespace}
 	}
@@ -185,18 +198,28 @@ func (o *CompileOptions) Run() error {
 		return usageError(fmt.Errorf("cannot compile:\n%s", diags.Error()))
 	}
 	printNotes(o.Err, res.Set)
+	if err := verifyStatic(res.Files, o.opts.Static.Root); err != nil {
+		return usageError(err)
+	}
 	switch {
 	case o.Check != "":
 		same, err := checkDir(o.Streams.Out, o.Check, res.Files)
 		if err != nil {
 			return usageError(err)
 		}
-		if !same {
+		sound, err := checkStaticDir(o.Streams.Out, o.Check, o.opts.Static.Root, res.Files)
+		if err != nil {
+			return usageError(err)
+		}
+		if !same || !sound {
 			fmt.Fprintf(o.Err, "%s is out of date: run the same command with --out %s and commit the result\n", o.Check, o.Check)
 			return failed
 		}
 		return nil
 	case o.OutDir != "":
+		if err := refuseStrays(o.OutDir, res.Files); err != nil {
+			return usageError(err)
+		}
 		if err := writeDir(o.OutDir, res.Files); err != nil {
 			return usageError(err)
 		}

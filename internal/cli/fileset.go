@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
+	"strings"
 
 	"github.com/admitc/admitc/internal/generate"
 )
@@ -18,6 +20,11 @@ import (
 // each previous file aside and renames the staged one into place. A failure
 // while renaming moves every previous file back. Temporary files start with
 // a dot and are removed on success and on failure.
+//
+// A file's name may hold subdirectories ("static/validating-policies/
+// manifests.yaml"): they are created before anything is replaced, and its
+// staged and set-aside copies live next to it, so every rename stays within
+// one directory. A directory created for the set is left when the set fails.
 type setWriter struct {
 	// rename is os.Rename; tests inject failures here.
 	rename func(oldpath, newpath string) error
@@ -43,7 +50,7 @@ func (s setWriter) write(dir string, files []generate.File) error {
 		return err
 	}
 	for i := range changes {
-		if err := s.commit(dir, &changes[i]); err != nil {
+		if err := s.commit(&changes[i]); err != nil {
 			if rerr := s.rollback(changes); rerr != nil {
 				return fmt.Errorf("write %s: %w; restoring the previous files failed too: %v", changes[i].path, err, rerr)
 			}
@@ -58,11 +65,18 @@ func (s setWriter) write(dir string, files []generate.File) error {
 	return nil
 }
 
-// checkTargets refuses a name held by a directory, a symlink or anything
-// else that is not a regular file, before anything is written.
+// checkTargets refuses a name that leaves dir, and a name (or one of its
+// parent directories) held by something else than a regular file (a
+// directory), before anything is written.
 func checkTargets(dir string, files []generate.File) error {
 	for _, f := range files {
-		path := filepath.Join(dir, f.Name)
+		path := filepath.Join(dir, filepath.FromSlash(f.Name))
+		if !filepath.IsLocal(filepath.FromSlash(f.Name)) {
+			return fmt.Errorf("write %s: the name leaves the output directory; nothing was written", path)
+		}
+		if err := checkParents(dir, f.Name); err != nil {
+			return err
+		}
 		info, err := os.Lstat(path)
 		switch {
 		case errors.Is(err, os.ErrNotExist):
@@ -78,14 +92,34 @@ func checkTargets(dir string, files []generate.File) error {
 	return nil
 }
 
+// checkParents refuses a parent of name (below dir) that exists as anything
+// but a directory.
+func checkParents(dir, name string) error {
+	parent := dir
+	parts := strings.Split(name, "/")
+	for _, part := range parts[:len(parts)-1] {
+		parent = filepath.Join(parent, part)
+		info, err := os.Lstat(parent)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			return nil
+		case err != nil:
+			return fmt.Errorf("write %s: %w", parent, err)
+		case !info.IsDir():
+			return fmt.Errorf("write %s: %s is not a directory; nothing was written", filepath.Join(dir, filepath.FromSlash(name)), parent)
+		}
+	}
+	return nil
+}
+
 // stage writes every non-empty file to a temporary file in dir with mode
 // FileMode. On failure it removes what it staged.
 func stage(dir string, files []generate.File) ([]change, error) {
 	changes := make([]change, 0, len(files))
 	for _, f := range files {
-		c := change{path: filepath.Join(dir, f.Name)}
+		c := change{path: filepath.Join(dir, filepath.FromSlash(f.Name))}
 		if len(f.Data) > 0 {
-			staged, err := stageFile(dir, f)
+			staged, err := stageFile(filepath.Dir(c.path), f)
 			if err != nil {
 				removeStaged(changes)
 				return nil, fmt.Errorf("write %s: %w; nothing was written", c.path, err)
@@ -97,9 +131,13 @@ func stage(dir string, files []generate.File) ([]change, error) {
 	return changes, nil
 }
 
-// stageFile writes f's data to a new temporary file in dir and returns its name.
+// stageFile writes f's data to a new temporary file in dir (created when
+// missing) and returns its name.
 func stageFile(dir string, f generate.File) (string, error) {
-	tmp, err := os.CreateTemp(dir, "."+f.Name+".new-*")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	tmp, err := os.CreateTemp(dir, "."+path.Base(f.Name)+".new-*")
 	if err != nil {
 		return "", err
 	}
@@ -115,9 +153,9 @@ func stageFile(dir string, f generate.File) (string, error) {
 
 // commit moves c's previous file aside (when there is one) and renames the
 // staged file into place (when there is one).
-func (s setWriter) commit(dir string, c *change) error {
+func (s setWriter) commit(c *change) error {
 	if _, err := os.Lstat(c.path); err == nil {
-		backup, err := reserveName(dir, filepath.Base(c.path))
+		backup, err := reserveName(filepath.Dir(c.path), filepath.Base(c.path))
 		if err != nil {
 			return err
 		}

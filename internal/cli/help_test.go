@@ -43,7 +43,7 @@ func TestHelpAndCompletion(t *testing.T) {
 	}
 	out, _, code = run(t, "__complete", "compile", "--backend", "")
 	assert.Equal(t, ExitOK, code)
-	assert.Equal(t, "all\nvap\nmap\nwebhook\nkyverno\nkyverno-cel\ngatekeeper\n:4\n", out)
+	assert.Equal(t, "all\nvap\nmap\nwebhook\nkyverno\nkyverno-cel\ngatekeeper\nstatic\n:4\n", out)
 	_, stderr, code := run(t, "no-such-command")
 	assert.Equal(t, ExitUsage, code)
 	assert.Contains(t, stderr, `unknown command "no-such-command" for "admitc"`)

@@ -56,7 +56,7 @@ func writeDir(dir string, files []generate.File) error {
 func checkDir(w io.Writer, dir string, files []generate.File) (bool, error) {
 	same := true
 	for _, f := range files {
-		path := filepath.Join(dir, f.Name)
+		path := filepath.Join(dir, filepath.FromSlash(f.Name))
 		have, err := os.ReadFile(path)
 		if err != nil && !os.IsNotExist(err) {
 			return false, err

@@ -7,6 +7,7 @@ package generate
 import (
 	"encoding/json"
 	"fmt"
+	"path"
 	"sort"
 	"strings"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/admitc/admitc/backends/gatekeeper"
 	"github.com/admitc/admitc/backends/kyverno"
 	mapbackend "github.com/admitc/admitc/backends/map"
+	"github.com/admitc/admitc/backends/static"
 	"github.com/admitc/admitc/backends/vap"
 	"github.com/admitc/admitc/backends/webhook"
 	"github.com/admitc/admitc/compiler"
@@ -23,11 +25,15 @@ import (
 )
 
 // registry holds every backend, in output order.
-var registry = []backends.Backend{vap.Backend{}, mapbackend.Backend{}, webhook.Backend{}, kyverno.ClusterPolicyBackend{}, kyverno.CELBackend{}, gatekeeper.Backend{}}
+var registry = []backends.Backend{vap.Backend{}, mapbackend.Backend{}, webhook.Backend{}, kyverno.ClusterPolicyBackend{}, kyverno.CELBackend{}, gatekeeper.Backend{},
+	static.Backend{Validating: vap.Backend{}, Mutating: mapbackend.Backend{}, Webhook: webhook.Backend{}}}
 
 // optIn are the backends "all" leaves out: Kyverno's CEL policy types cannot
-// express parameters, so they are chosen explicitly (--backend kyverno-cel).
-var optIn = map[string]bool{"kyverno-cel": true, "gatekeeper": true}
+// express parameters, so they are chosen explicitly (--backend kyverno-cel);
+// gatekeeper is for clusters that run Gatekeeper; static manifests are
+// installed on the control plane's disk, not applied, and cannot express
+// parameters either (--backend static).
+var optIn = map[string]bool{"kyverno-cel": true, "gatekeeper": true, "static": true}
 
 // IRFile is the name of the serialised IR.
 const IRFile = "ir.json"
@@ -43,6 +49,8 @@ func Names() []string {
 
 // File is one generated output.
 type File struct {
+	// Name is slash-separated: "vap.yaml", or for a backend whose output is a
+	// directory tree, "static/validating-policies/manifests.yaml".
 	Name string
 	Data []byte
 	// Header is the YAML comment line that opens the file's section when
@@ -61,6 +69,7 @@ var applyNotes = map[string]string{
 	"webhook":     "enforced by admitc serve; apply this OR the vap and map backends, never both",
 	"kyverno":     "for clusters running Kyverno; apply this instead of the other backends",
 	"kyverno-cel": "for clusters running Kyverno; apply this instead of the other backends",
+	"static":      "loaded by kube-apiserver from disk through --admission-control-config-file; never applied with kubectl",
 }
 
 // header is the section comment for a backend's (or ir.json's) output.
@@ -132,13 +141,35 @@ func generateFiles(set *ir.PolicySet, selected []backends.Backend, req Request) 
 	for _, b := range selected {
 		out, bd := b.Generate(set, req.Options)
 		diags = append(diags, bd...)
-		data, err := render.YAML(out.Objects)
+		rendered, err := renderOutput(b.Name(), out)
 		if err != nil {
 			return nil, nil, err
 		}
-		files = append(files, File{Name: b.Name() + ".yaml", Data: data, Header: header(b.Name())})
+		files = append(files, rendered...)
 	}
 	return files, diags, nil
+}
+
+// renderOutput renders a backend's output: NAME.yaml, or each file of its tree
+// under NAME/, each with a header naming the file.
+func renderOutput(name string, out backends.Output) ([]File, error) {
+	if len(out.Files) == 0 {
+		data, err := render.YAML(out.Objects)
+		if err != nil {
+			return nil, err
+		}
+		return []File{{Name: name + ".yaml", Data: data, Header: header(name)}}, nil
+	}
+	var files []File
+	for _, f := range out.Files {
+		data, err := render.YAML(f.Objects)
+		if err != nil {
+			return nil, err
+		}
+		p := path.Join(name, f.Path)
+		files = append(files, File{Name: p, Data: data, Header: "# --- backend: " + name + ", file " + p + " (" + applyNotes[name] + ") ---\n"})
+	}
+	return files, nil
 }
 
 // IRJSON serialises the IR: indented, keys in struct order, newline-terminated.

@@ -44,6 +44,8 @@ type cluster struct {
 	caFile    string
 	tokenFile string
 	server    string
+	// extraArgs are added to kube-apiserver's command line.
+	extraArgs []string
 }
 
 // warningRecorder collects the warnings the API server returns.
@@ -88,19 +90,7 @@ func buildBinaries() (string, error) {
 }
 
 func startCluster() (*cluster, error) {
-	bin, err := buildBinaries()
-	if err != nil {
-		return nil, err
-	}
-	dir, err := os.MkdirTemp("", "admitc-e2e-")
-	if err != nil {
-		return nil, err
-	}
-	c := &cluster{dir: dir, bin: bin, warnings: &warningRecorder{}}
-	if err := c.writeSecrets(); err != nil {
-		return c, err
-	}
-	etcdPort, err := c.startEtcd()
+	c, etcdPort, err := startEtcdOnly(nil)
 	if err != nil {
 		return c, err
 	}
@@ -113,7 +103,29 @@ func startCluster() (*cluster, error) {
 	return c, c.bootstrap()
 }
 
+// startEtcdOnly prepares a cluster's secrets and starts its etcd; the
+// caller starts kube-apiserver (with extraArgs) or runs it to see it fail.
+func startEtcdOnly(extraArgs []string) (*cluster, int, error) {
+	bin, err := buildBinaries()
+	if err != nil {
+		return nil, 0, err
+	}
+	dir, err := os.MkdirTemp("", "admitc-e2e-")
+	if err != nil {
+		return nil, 0, err
+	}
+	c := &cluster{dir: dir, bin: bin, warnings: &warningRecorder{}, extraArgs: extraArgs}
+	if err := c.writeSecrets(); err != nil {
+		return c, 0, err
+	}
+	etcdPort, err := c.startEtcd()
+	return c, etcdPort, err
+}
+
 const adminToken = "admitc-e2e-admin-token"
+
+// deployerToken authenticates "deployer", in system:masters and admitc:admins.
+const deployerToken = "admitc-e2e-deployer-token"
 
 func (c *cluster) writeSecrets() error {
 	b, err := certs.Generate(certs.Request{DNSNames: []string{"localhost"}, IPs: []net.IP{net.ParseIP("127.0.0.1")}, Days: 1})
@@ -136,7 +148,8 @@ func (c *cluster) writeSecrets() error {
 		return err
 	}
 	c.tokenFile = filepath.Join(c.dir, "tokens.csv")
-	return os.WriteFile(c.tokenFile, []byte(adminToken+",admin,admin-uid,system:masters\n"), 0o600)
+	tokens := adminToken + ",admin,admin-uid,system:masters\n" + deployerToken + `,deployer,deployer-uid,"system:masters,admitc:admins"` + "\n"
+	return os.WriteFile(c.tokenFile, []byte(tokens), 0o600)
 }
 
 func (c *cluster) start(name string, args ...string) error {
@@ -176,21 +189,26 @@ func (c *cluster) startAPIServer(etcdPort int) error {
 	if err != nil {
 		return err
 	}
-	pki := filepath.Join(c.dir, "pki")
 	c.server = fmt.Sprintf("https://127.0.0.1:%d", port)
-	err = c.start("kube-apiserver",
-		fmt.Sprintf("--etcd-servers=http://127.0.0.1:%d", etcdPort),
-		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port),
-		"--tls-cert-file="+filepath.Join(pki, certs.CertFile), "--tls-private-key-file="+filepath.Join(pki, certs.KeyFile),
-		"--token-auth-file="+c.tokenFile, "--authorization-mode=RBAC",
-		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file="+filepath.Join(pki, "sa.key"), "--service-account-signing-key-file="+filepath.Join(pki, "sa.key"),
-		"--service-cluster-ip-range=10.0.0.0/24", "--allow-privileged=true", "--endpoint-reconciler-type=none",
-		"--runtime-config=admissionregistration.k8s.io/v1beta1=true")
-	if err != nil {
+	if err := c.start("kube-apiserver", c.apiServerArgs(etcdPort, port)...); err != nil {
 		return err
 	}
 	return c.waitReady(90 * time.Second)
+}
+
+// apiServerArgs is kube-apiserver's command line, extraArgs last.
+func (c *cluster) apiServerArgs(etcdPort, port int) []string {
+	pki := filepath.Join(c.dir, "pki")
+	args := []string{
+		fmt.Sprintf("--etcd-servers=http://127.0.0.1:%d", etcdPort),
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port),
+		"--tls-cert-file=" + filepath.Join(pki, certs.CertFile), "--tls-private-key-file=" + filepath.Join(pki, certs.KeyFile),
+		"--token-auth-file=" + c.tokenFile, "--authorization-mode=RBAC",
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file=" + filepath.Join(pki, "sa.key"), "--service-account-signing-key-file=" + filepath.Join(pki, "sa.key"),
+		"--service-cluster-ip-range=10.0.0.0/24", "--allow-privileged=true", "--endpoint-reconciler-type=none",
+		"--runtime-config=admissionregistration.k8s.io/v1beta1=true"}
+	return append(args, c.extraArgs...)
 }
 
 func (c *cluster) restConfig() *rest.Config {
