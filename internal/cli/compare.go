@@ -176,6 +176,9 @@ func (o *CompareOptions) engines(stream []byte) ([]compare.Engine, func(), error
 		if err != nil {
 			return nil, nil, err
 		}
+		if e == nil {
+			continue // the engine cannot judge these policies and said so
+		}
 		engines = append(engines, e)
 		stops = append(stops, stop)
 	}
