@@ -19,7 +19,7 @@ import (
 
 const admissionDir = "examples/admission/"
 
-var importedFixtures = []string{"deployment-5.yaml", "deployment-20.yaml", "deployment-canary.yaml"}
+var importedFixtures = []string{"deployment-5.yaml", "deployment-20.yaml", "deployment-canary.yaml", "deployment-legacy.yaml"}
 
 // importedNamespaces are created with these labels; admitc test reads the
 // same labels from a --namespace-labels file.
