@@ -19,6 +19,7 @@ import (
 	"github.com/admitc/admitc/backends"
 	"github.com/admitc/admitc/internal/apiconv"
 	"github.com/admitc/admitc/internal/diag"
+	"github.com/admitc/admitc/internal/version"
 	"github.com/admitc/admitc/ir"
 )
 
@@ -33,7 +34,7 @@ const CAInjectAnnotation = "cert-manager.io/inject-ca-from"
 var Defaults = backends.WebhookOptions{
 	Name: "admitc", Service: "admitc", ServiceNamespace: "admission-system",
 	FailurePolicy: ir.Ignore, TimeoutSeconds: 5, EphemeralContainers: true,
-	Image: "ghcr.io/admitc/admitc:v0.1.0",
+	Image: version.Image(),
 }
 
 // Backend is the webhook configuration backend.

@@ -146,3 +146,15 @@ func TestCEL(t *testing.T) {
 	assert.Equal(t, ExitOK, code)
 	assert.Equal(t, "[\n  \"docker.io/library\",\n  \" registry.k8s.io\"\n]\n", out)
 }
+
+func TestVersion(t *testing.T) {
+	out, _, code := run(t, "version", "-o", "json")
+	require.Equal(t, ExitOK, code)
+	var info struct{ Version, Image string }
+	require.NoError(t, json.Unmarshal([]byte(out), &info))
+	assert.Equal(t, "v0.1.0", info.Version)
+	assert.Equal(t, "ghcr.io/admitc/admitc:v0.1.0", info.Image)
+	_, stderr, code := run(t, "version", "-o", "xml")
+	assert.Equal(t, ExitUsage, code)
+	assert.Contains(t, stderr, "use text, json or yaml")
+}
