@@ -71,7 +71,7 @@ func (s *State) resolve(p *paramInformer) {
 	p.namespaced = mapping.Scope.Name() == meta.RESTScopeNameNamespace
 	s.observe(p.informer, kindName(p.kind))
 	go p.informer.RunWithContext(ctx)
-	s.cfg.Logger.Info("watching parameter kind", "phase", "cluster", "kind", kindName(p.kind), "resource", mapping.Resource.String())
+	s.cfg.Logger.Info("watching parameter kind", "phase", "cluster", "kind", kindName(p.kind), "resource", mapping.Resource.GroupResource().String())
 }
 
 // stop stops p's informer, if it runs.

@@ -34,8 +34,10 @@ type Config struct {
 	// learnt from the informers' watch errors only).
 	Probe  func(context.Context) error
 	Logger *slog.Logger
-	// RetryInterval is how often kinds not served are looked up again, and
-	// ProbeInterval how often Probe runs (both default 10s).
+	// RetryInterval is how often kinds not served are looked up again
+	// (default 10s), ProbeInterval how often Probe runs (default 5s: a
+	// reflector whose connection is refused retries its watch quietly, so
+	// the probe is what notices an API server gone).
 	RetryInterval, ProbeInterval time.Duration
 	// LookupTimeout bounds the API call made for a namespace the cache does
 	// not hold (default 2s).
@@ -69,7 +71,7 @@ func New(cfg Config) *State {
 		cfg.RetryInterval = 10 * time.Second
 	}
 	if cfg.ProbeInterval <= 0 {
-		cfg.ProbeInterval = 10 * time.Second
+		cfg.ProbeInterval = 5 * time.Second
 	}
 	if cfg.LookupTimeout <= 0 {
 		cfg.LookupTimeout = 2 * time.Second

@@ -244,7 +244,7 @@ func TestAKindNotServedIsLookedUpAgain(t *testing.T) {
 	f.mapper.mu.Lock()
 	assert.Positive(t, f.mapper.resets, "discovery is asked afresh")
 	f.mapper.mu.Unlock()
-	assert.Contains(t, f.logged(), `"msg":"watching parameter kind","phase":"cluster","kind":"example.com/v1/Limit","resource":"example.com/v1, Resource=limits"`)
+	assert.Contains(t, f.logged(), `"msg":"watching parameter kind","phase":"cluster","kind":"example.com/v1/Limit","resource":"limits.example.com"`)
 }
 
 func TestWatchFollowsThePolicies(t *testing.T) {
