@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -125,7 +126,6 @@ func denied(msgs ...string) verdict { slices.Sort(msgs); return verdict{Messages
 func TestWebhookSeesTheCluster(t *testing.T) {
 	deleteManaged(t)
 	defer deleteManaged(t)
-	ctx := context.Background()
 	policies := filepath.Join(t.TempDir(), "informers.yaml")
 	require.NoError(t, os.WriteFile(policies, []byte(informersPolicies), 0o644))
 	informersSetup(t)
@@ -136,9 +136,38 @@ func TestWebhookSeesTheCluster(t *testing.T) {
 	token := serviceAccountToken(t)
 	proxy := startProxy(t, kc.server)
 	w := startClusterWebhook(t, policies, writeTokenKubeconfig(t, proxy.url, token))
+	rbacIsSufficient(t, w, rbac)
+	checkMinimalRBAC(t, token)
 
-	// Sufficient: without the ClusterRole the informers cannot list and the
-	// webhook is not ready; with it they sync.
+	apply(t, compiledVAPs(t, policies), false)
+	defer deleteInformerPolicies(t)
+	deployment := decisionsFollowTheCluster(t, w)
+
+	// The same decision through the API server, with the webhook as the
+	// only policy engine.
+	deleteInformerPolicies(t)
+	w.registerFor(t, policies)
+	var a answer
+	eventually(t, "the API server to call the webhook", func() bool {
+		a = dryRunCreate(t, deployment, informersNamespace)
+		return a.err != nil && strings.Contains(a.err.Error(), "admission webhook")
+	})
+	assert.Contains(t, a.err.Error(), "admission webhook \"validate.informers.admitc.dev\" denied the request: [informers-replica-limit] "+paramNotFound.Messages[0])
+
+	cutOffKeepsDeciding(t, w, proxy, deployment)
+	for _, line := range bytes.Split(w.logBytes(t), []byte("\n")) {
+		if bytes.Contains(line, []byte(`"phase":"cluster"`)) {
+			t.Logf("webhook log: %s", line)
+		}
+		assert.True(t, len(line) == 0 || json.Valid(line), "every log line is JSON: %s", line)
+	}
+}
+
+var paramNotFound = denied("failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction")
+
+// rbacIsSufficient: without the emitted ClusterRole the informers cannot
+// list and the webhook is not ready; once it is bound they sync.
+func rbacIsSufficient(t *testing.T, w *clusterWebhook, rbac map[string]string) {
 	assert.Equal(t, http.StatusServiceUnavailable, w.get(t, "/readyz").code)
 	eventually(t, "the webhook to say it cannot list", func() bool { return bytes.Contains(w.logBytes(t), []byte("cannot list or watch")) })
 	create(t, rbac["ClusterRole"])
@@ -147,11 +176,13 @@ func TestWebhookSeesTheCluster(t *testing.T) {
 	metrics := w.get(t, "/metrics").body
 	assert.Contains(t, metrics, `admitc_cluster_cache_synced{kind="v1/ConfigMap"} 1`)
 	assert.Contains(t, metrics, `admitc_cluster_cache_synced{kind="v1/Namespace"} 1`)
-	// Minimal: nothing else is readable, and nothing writable.
-	checkMinimalRBAC(t, token)
+}
 
-	apply(t, compiledVAPs(t, policies), false)
-	defer deleteInformerPolicies(t)
+// decisionsFollowTheCluster changes the cluster one step at a time and
+// checks, after each, that the webhook's next decision on a 3-replica
+// Deployment follows within seconds and equals the API server's for the
+// policies compiled to VAPs. It returns the Deployment.
+func decisionsFollowTheCluster(t *testing.T, w *clusterWebhook) *unstructured.Unstructured {
 	deployment := manifest(t, admissionDir+"deployment-5.yaml")
 	require.NoError(t, unstructured.SetNestedField(deployment.Object, int64(3), "spec", "replicas"))
 	big := manifest(t, admissionDir+"deployment-20.yaml")
@@ -160,6 +191,8 @@ func TestWebhookSeesTheCluster(t *testing.T) {
 	})
 	assert.Equal(t, denied("replicas must be at most 5, got 20"), w.decide(t, big))
 
+	ctx := context.Background()
+	configMaps := kc.client.CoreV1().ConfigMaps(informersParams)
 	step := func(what string, change func(), want verdict) {
 		t.Helper()
 		start := time.Now()
@@ -176,55 +209,42 @@ func TestWebhookSeesTheCluster(t *testing.T) {
 		assert.Equal(t, server, w.decide(t, deployment), "%s: the webhook and the API server disagree", what)
 		t.Logf("%s: webhook followed in %s; both say %+v", what, took.Round(time.Millisecond), got)
 	}
-	namespaces := kc.client.CoreV1().Namespaces()
-	label := func(l map[string]any) func() {
-		return func() {
-			_, err := namespaces.Patch(ctx, informersNamespace, types.MergePatchType, mustJSON(t, map[string]any{"metadata": map[string]any{"labels": l}}), metav1.PatchOptions{})
-			require.NoError(t, err)
-		}
-	}
-	configMaps := kc.client.CoreV1().ConfigMaps(informersParams)
 	step("as created", func() {}, allowed())
-	step("namespace labelled env: prod", label(map[string]any{"env": "prod"}), denied("prod namespaces run at most 2 replicas, got 3"))
-	step("label removed", label(map[string]any{"env": nil}), allowed())
+	step("namespace labelled env: prod", func() { labelNamespace(t, "prod") }, denied("prod namespaces run at most 2 replicas, got 3"))
+	step("label removed", func() { labelNamespace(t, nil) }, allowed())
 	step("parameter object edited", func() {
 		_, err := configMaps.Patch(ctx, informersLimit, types.MergePatchType, []byte(`{"data":{"maxReplicas":"2"}}`), metav1.PatchOptions{})
 		require.NoError(t, err)
 	}, denied("replicas must be at most 2, got 3"))
-	paramNotFound := denied("failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction")
 	step("parameter object deleted", func() { require.NoError(t, configMaps.Delete(ctx, informersLimit, metav1.DeleteOptions{})) }, paramNotFound)
+	return deployment
+}
 
-	// The same decision through the API server, with the webhook as the
-	// only policy engine.
-	deleteInformerPolicies(t)
-	w.registerFor(t, policies)
-	var a answer
-	eventually(t, "the API server to call the webhook", func() bool {
-		a = dryRunCreate(t, deployment, informersNamespace)
-		return a.err != nil && bytes.Contains([]byte(a.err.Error()), []byte("admission webhook"))
-	})
-	assert.Contains(t, a.err.Error(), "admission webhook \"validate.informers.admitc.dev\" denied the request: [informers-replica-limit] "+paramNotFound.Messages[0])
+// labelNamespace sets the request namespace's env label (nil removes it).
+func labelNamespace(t *testing.T, env any) {
+	patch := mustJSON(t, map[string]any{"metadata": map[string]any{"labels": map[string]any{"env": env}}})
+	_, err := kc.client.CoreV1().Namespaces().Patch(context.Background(), informersNamespace, types.MergePatchType, patch, metav1.PatchOptions{})
+	require.NoError(t, err)
+}
 
-	// Cut off from its API server, the webhook keeps deciding from what it
-	// last saw, says so, and does not fail closed.
+// cutOffKeepsDeciding: cut off from its API server, the webhook keeps
+// deciding from what it last saw (a namespace labelled meanwhile is not
+// seen), says so in a metric and a log line, stays ready and does not fail
+// closed.
+func cutOffKeepsDeciding(t *testing.T, w *clusterWebhook, proxy *tcpProxy, deployment *unstructured.Unstructured) {
 	proxy.cut()
 	eventually(t, "the webhook to notice", func() bool {
-		return bytes.Contains([]byte(w.get(t, "/metrics").body), []byte("admitc_cluster_api_reachable 0"))
+		return strings.Contains(w.get(t, "/metrics").body, "admitc_cluster_api_reachable 0")
 	})
 	assert.Contains(t, string(w.logBytes(t)), `"msg":"API server unreachable; deciding from the last synced state"`)
 	assert.Equal(t, http.StatusOK, w.get(t, "/readyz").code)
-	label(map[string]any{"env": "prod"})() // unseen by the webhook
-	a = dryRunCreate(t, deployment, informersNamespace)
+	labelNamespace(t, "prod")
+	a := dryRunCreate(t, deployment, informersNamespace)
 	require.Error(t, a.err)
-	assert.Contains(t, a.err.Error(), "failed to configure binding: no params found", "the last synced state decides")
+	assert.Contains(t, a.err.Error(), paramNotFound.Messages[0], "the last synced state decides")
 	assert.NotContains(t, a.err.Error(), "prod namespaces")
 	assert.Equal(t, paramNotFound, w.decide(t, deployment))
 	t.Logf("API server with the webhook cut off from it: %v", a.err)
-	for _, line := range bytes.Split(w.logBytes(t), []byte("\n")) {
-		if bytes.Contains(line, []byte(`"phase":"cluster"`)) {
-			t.Logf("webhook log: %s", line)
-		}
-	}
 }
 
 // informersSetup creates the request and parameter namespaces and the
@@ -245,7 +265,7 @@ func informersSetup(t *testing.T) {
 // terminating), labels removed.
 func informersCleanup(t *testing.T) {
 	ctx := context.Background()
-	_, _ = kc.client.CoreV1().Namespaces().Patch(ctx, informersNamespace, types.MergePatchType, []byte(`{"metadata":{"labels":{"env":null}}}`), metav1.PatchOptions{})
+	labelNamespace(t, nil)
 	_ = kc.client.RbacV1().ClusterRoleBindings().Delete(ctx, informersWebhook, metav1.DeleteOptions{})
 	_ = kc.client.RbacV1().ClusterRoles().Delete(ctx, informersWebhook, metav1.DeleteOptions{})
 	_ = kc.client.CoreV1().ServiceAccounts("admission-system").Delete(ctx, informersWebhook, metav1.DeleteOptions{})
