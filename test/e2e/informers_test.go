@@ -37,8 +37,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-
-	"github.com/admitc/admitc/runtime"
 )
 
 // The namespaces and objects of TestWebhookSeesTheCluster: requests go to
@@ -132,7 +130,7 @@ func TestWebhookSeesTheCluster(t *testing.T) {
 	defer informersCleanup(t)
 
 	rbac := emittedRBAC(t, policies)
-	create(t, rbac["ServiceAccount"])
+	apply(t, rbac["ServiceAccount"], false)
 	token := serviceAccountToken(t)
 	proxy := startProxy(t, kc.server)
 	w := startClusterWebhook(t, policies, writeTokenKubeconfig(t, proxy.url, token))
@@ -170,8 +168,7 @@ var paramNotFound = denied("failed to configure binding: no params found for pol
 func rbacIsSufficient(t *testing.T, w *clusterWebhook, rbac map[string]string) {
 	assert.Equal(t, http.StatusServiceUnavailable, w.get(t, "/readyz").code)
 	eventually(t, "the webhook to say it cannot list", func() bool { return bytes.Contains(w.logBytes(t), []byte("cannot list or watch")) })
-	create(t, rbac["ClusterRole"])
-	create(t, rbac["ClusterRoleBinding"])
+	apply(t, rbac["ClusterRole"]+"\n---\n"+rbac["ClusterRoleBinding"], false)
 	eventuallyWithin(t, 60*time.Second, "the informers to sync with the emitted RBAC", func() bool { return w.get(t, "/readyz").code == http.StatusOK })
 	metrics := w.get(t, "/metrics").body
 	assert.Contains(t, metrics, `admitc_cluster_cache_synced{kind="v1/ConfigMap"} 1`)
@@ -308,21 +305,6 @@ func emittedRBAC(t *testing.T, policies string) map[string]string {
 	rules, _, _ := unstructured.NestedSlice(mustDecode(t, docs["ClusterRole"]), "rules")
 	assert.Equal(t, []any{map[string]any{"apiGroups": []any{""}, "resources": []any{"configmaps", "namespaces"}, "verbs": []any{"get", "list", "watch"}}}, rules)
 	return docs
-}
-
-// create creates one object given as JSON, cluster-scoped unless it has a
-// namespace.
-func create(t *testing.T, doc string) {
-	t.Helper()
-	u := &unstructured.Unstructured{Object: mustDecode(t, doc)}
-	ri := kc.dynamic.Resource(runtime.ResourceFor(u.GroupVersionKind()))
-	var err error
-	if ns := u.GetNamespace(); ns != "" {
-		_, err = ri.Namespace(ns).Create(context.Background(), u, metav1.CreateOptions{})
-	} else {
-		_, err = ri.Create(context.Background(), u, metav1.CreateOptions{})
-	}
-	require.NoError(t, err, "%s %s", u.GetKind(), u.GetName())
 }
 
 func mustDecode(t *testing.T, doc string) map[string]any {
