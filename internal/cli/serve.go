@@ -196,8 +196,7 @@ func (o *ServeOptions) watch(ctx context.Context, srv *server.Server, certs *ser
 				logger.Error("policy reload refused; the last good policies keep serving", "phase", "reload", "error", err.Error())
 				return
 			}
-			watchParamKinds(ctx, state, engine.PolicySet(), logger)
-			srv.Swap(engine)
+			swapWatching(ctx, srv, engine, state, logger)
 			m.Reloads.WithLabelValues("success").Inc()
 			logger.Info("policies reloaded", "phase", "reload", "policies", len(engine.PolicySet().Policies))
 		})

@@ -101,17 +101,22 @@ func (o *ServeOptions) offlineState() (runtime.ClusterState, error) {
 // informers of parameter kinds the new policies name for the first time.
 const paramKindSyncTimeout = 10 * time.Second
 
-// watchParamKinds makes the informers follow a reloaded policy set, and
-// waits (bounded) for new kinds to sync before the set is swapped in.
-func watchParamKinds(ctx context.Context, state runtime.ClusterState, set *ir.PolicySet, logger *slog.Logger) {
+// swapWatching swaps a reloaded engine in, the informers following it:
+// the parameter kinds it names for the first time are watched first (their
+// sync waited for, bounded), the kinds only the old set named are dropped
+// after, so neither set decides without the kinds it reads.
+func swapWatching(ctx context.Context, srv *server.Server, engine *runtime.Engine, state runtime.ClusterState, logger *slog.Logger) {
 	live, ok := state.(*cluster.State)
 	if !ok {
+		srv.Swap(engine)
 		return
 	}
-	live.Watch(set)
-	ctx, cancel := context.WithTimeout(ctx, paramKindSyncTimeout)
+	live.Watch(engine.PolicySet())
+	wait, cancel := context.WithTimeout(ctx, paramKindSyncTimeout)
 	defer cancel()
-	if !live.WaitForSync(ctx) {
+	if !live.WaitForSync(wait) {
 		logger.Warn("parameter kinds of the reloaded policies not synced after "+paramKindSyncTimeout.String()+"; swapping them in anyway", "phase", "reload")
 	}
+	srv.Swap(engine)
+	live.Keep(engine.PolicySet())
 }

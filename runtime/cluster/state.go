@@ -45,7 +45,8 @@ type Config struct {
 }
 
 // State is the cluster as informers show it: it implements
-// runtime.ClusterState. Call Start once, then Watch on every policy reload.
+// runtime.ClusterState. Call Start once; on every policy reload, Watch the
+// new set, swap it in, then Keep it.
 type State struct {
 	cfg        Config
 	namespaces cache.SharedIndexInformer
@@ -96,14 +97,25 @@ func (s *State) Start(ctx context.Context, set *ir.PolicySet) {
 	go s.loop(ctx)
 }
 
-// Watch makes the parameter kinds set reads from the cluster the watched
-// ones: informers start for new kinds (a kind not served yet is looked up
-// again every RetryInterval) and stop for kinds no policy names any more.
+// Watch starts informers for the parameter kinds set reads from the
+// cluster that are not watched yet; a kind not served yet is looked up
+// again every RetryInterval. Kinds already watched stay: on a policy
+// reload, call Keep once the new set serves.
 func (s *State) Watch(set *ir.PolicySet) {
-	wanted := map[schema.GroupVersionKind]bool{}
-	for _, k := range set.ParamKinds() {
-		wanted[schema.FromAPIVersionAndKind(k.APIVersion, k.Kind)] = true
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for gvk := range paramKinds(set) {
+		if _, ok := s.kinds[gvk]; !ok {
+			s.kinds[gvk] = &paramInformer{kind: gvk}
+		}
 	}
+	s.resolveLocked(false)
+}
+
+// Keep stops the informers of kinds set does not read: the policies that
+// named them are no longer served.
+func (s *State) Keep(set *ir.PolicySet) {
+	wanted := paramKinds(set)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for gvk, p := range s.kinds {
@@ -113,12 +125,14 @@ func (s *State) Watch(set *ir.PolicySet) {
 			s.cfg.Logger.Info("parameter kind no longer watched", "phase", "cluster", "kind", kindName(gvk))
 		}
 	}
-	for gvk := range wanted {
-		if _, ok := s.kinds[gvk]; !ok {
-			s.kinds[gvk] = &paramInformer{kind: gvk}
-		}
+}
+
+func paramKinds(set *ir.PolicySet) map[schema.GroupVersionKind]bool {
+	out := map[schema.GroupVersionKind]bool{}
+	for _, k := range set.ParamKinds() {
+		out[schema.FromAPIVersionAndKind(k.APIVersion, k.Kind)] = true
 	}
-	s.resolveLocked(false)
+	return out
 }
 
 // loop looks up kinds not served yet and probes the API server.

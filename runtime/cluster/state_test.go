@@ -253,7 +253,10 @@ func TestWatchFollowsThePolicies(t *testing.T) {
 	_, err := f.state.Params(configMap)
 	require.NoError(t, err)
 
-	f.state.Watch(usingKinds())
+	f.state.Watch(usingKinds(limit))
+	_, err = f.state.Params(configMap)
+	require.NoError(t, err, "Watch only adds: the set being replaced still serves")
+	f.state.Keep(usingKinds())
 	_, err = f.state.Params(configMap)
 	require.EqualError(t, err, "failed to find resource referenced by paramKind: '/v1, Kind=ConfigMap'", "a kind no policy names is not watched")
 	assert.Contains(t, f.logged(), `"msg":"parameter kind no longer watched","phase":"cluster","kind":"v1/ConfigMap"`)
