@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -12,6 +13,16 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+
+	"github.com/admitc/admitc/ir"
+	"github.com/admitc/admitc/runtime"
+	"github.com/admitc/admitc/runtime/cluster"
+	"github.com/admitc/admitc/runtime/server"
 )
 
 func TestServeClusterSourceFlags(t *testing.T) {
@@ -82,4 +93,39 @@ func TestServeOfflineParams(t *testing.T) {
 	_, body = s.validate(t, "manifests/good.json")
 	assert.Contains(t, body, `"allowed":true`)
 	assert.Contains(t, logs.String(), `"cluster":"offline"`)
+}
+
+// TestReloadFollowsParamKinds: a reloaded set's new parameter kind is
+// watched before it is swapped in, and the kind only the old set read is
+// dropped after.
+func TestReloadFollowsParamKinds(t *testing.T) {
+	configMap := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	limit := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Limit"}
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(configMap, meta.RESTScopeNamespace)
+	mapper.Add(limit, meta.RESTScopeRoot)
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(k8sruntime.NewScheme(), map[schema.GroupVersionResource]string{
+		{Version: "v1", Resource: "configmaps"}: "ConfigMapList", {Group: "example.com", Version: "v1", Resource: "limits"}: "LimitList"})
+	state := cluster.New(cluster.Config{Client: kubefake.NewClientset(), Dynamic: dyn, Mapper: mapper})
+	engineOf := func(kind schema.GroupVersionKind) *runtime.Engine {
+		apiVersion, k := kind.ToAPIVersionAndKind()
+		e, err := runtime.NewEngine(&ir.PolicySet{Version: ir.Version, Policies: []ir.Policy{{Name: "p", Kind: ir.Validating,
+			ParamKind: &ir.ParamKind{APIVersion: apiVersion, Kind: k}, ParamRef: &ir.ParamRef{Name: "x", ParameterNotFoundAction: ir.ParamDeny}}}})
+		require.NoError(t, err)
+		return e
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	old := engineOf(configMap)
+	state.Start(ctx, old.PolicySet())
+	srv := server.New(server.Config{Engine: old, Cluster: state})
+
+	next := engineOf(limit)
+	swapWatching(ctx, srv, next, state, slog.New(slog.DiscardHandler))
+	assert.Same(t, next, srv.Engine())
+	_, err := state.Params(limit)
+	assert.NoError(t, err, "the new kind is watched")
+	_, err = state.Params(configMap)
+	assert.Error(t, err, "the old kind is dropped")
+	assert.True(t, state.Synced())
 }
