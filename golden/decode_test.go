@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -42,6 +43,12 @@ func typed(apiVersion, kind string) (any, error) {
 		return &apiserverv1.AdmissionConfiguration{}, nil
 	case "v1/Service":
 		return &corev1.Service{}, nil
+	case "v1/ServiceAccount":
+		return &corev1.ServiceAccount{}, nil
+	case "rbac.authorization.k8s.io/v1/ClusterRole":
+		return &rbacv1.ClusterRole{}, nil
+	case "rbac.authorization.k8s.io/v1/ClusterRoleBinding":
+		return &rbacv1.ClusterRoleBinding{}, nil
 	case "apps/v1/Deployment":
 		return &appsv1.Deployment{}, nil
 	case "policy/v1/PodDisruptionBudget":

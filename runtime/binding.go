@@ -5,14 +5,13 @@ import (
 	"fmt"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/matching"
-	corev1listers "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/admitc/admitc/internal/apiconv"
 	"github.com/admitc/admitc/ir"
@@ -43,43 +42,88 @@ func (c criteria) GetMatchResources() admissionregistrationv1.MatchResources { r
 
 var _ matching.MatchCriteria = criteria{}
 
-// matcher returns the upstream matcher, its namespace lister holding the
-// request's namespace.
+// matcher returns the upstream matcher, its namespace lister reading the
+// request's cluster state.
 func (ev *evaluation) matcher() *matching.Matcher {
 	if ev.match == nil {
-		idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-		if ev.nsObj != nil {
-			_ = idx.Add(ev.nsObj)
-		}
-		ev.match = matching.NewMatcher(corev1listers.NewNamespaceLister(idx), nil)
+		ev.match = matching.NewMatcher(namespaceLister{ctx: ev.ctx, state: ev.state}, nil)
 	}
 	return ev.match
 }
 
 // matches reports whether the request matches m; err is a configuration
-// error (a selector that does not parse), decided by the failure policy.
+// error (a selector that does not parse, a namespace that cannot be read),
+// decided by the failure policy.
 func (ev *evaluation) matches(m *ir.MatchResources) (bool, error) {
 	ok, _, _, err := ev.matcher().Matches(ev.attr.Attributes, objectInterfaces, criteria{apiconv.MatchResources(m)})
 	return ok, err
 }
 
+// paramKindServed checks, as the API server does before any binding, that
+// the kind of the parameter objects p reads from the cluster is served: a
+// kind that is not is a configuration error of the policy.
+func (ev *evaluation) paramKindServed(p *ir.Policy) error {
+	k := p.ClusterParamKind()
+	if k == nil {
+		return nil
+	}
+	_, err := ev.state.Params(paramGVK(k))
+	return err
+}
+
 // bindingParams finds the parameter objects of binding b of p, as the API
 // server's CollectParams does: [nil] when the policy takes none, an error
-// for parameterNotFoundAction Deny with none found. The candidates are the
-// binding's own Params when it has some, else the request's.
+// for parameterNotFoundAction Deny with none found. They are the binding's
+// own Params when it has some, else the cluster's.
 func (ev *evaluation) bindingParams(p *ir.Policy, b *ir.Binding) ([]k8sruntime.Object, error) {
-	ref := b.ParamRef
-	if p.ParamKind == nil || ref == nil {
+	if p.ParamKind == nil || b.ParamRef == nil {
 		return []k8sruntime.Object{nil}, nil
 	}
-	candidates := ev.req.Params
-	if len(b.Params) > 0 {
-		candidates = staticParams(b.Params)
+	gvk := paramGVK(p.ParamKind)
+	var store ParamStore = newParamList(gvk, compiledParams(b.Params))
+	if len(b.Params) == 0 {
+		s, err := ev.state.Params(gvk)
+		if err != nil {
+			return nil, err
+		}
+		store = s
 	}
-	namespaced := paramKindNamespaced(p.ParamKind, candidates)
+	return collectParams(store, b.ParamRef, ev.req.Namespace)
+}
+
+// errParamsSkipped says a policy in admitc's own format found no parameter
+// object under parameterNotFoundAction Allow: it does not run.
+var errParamsSkipped = errors.New("no parameter object; parameterNotFoundAction Allow")
+
+// policyParams finds the parameter object of a policy in admitc's own
+// format through its one implicit binding (the binding the vap backend
+// emits), with the API server's wording of what goes wrong: nil when it
+// takes none, errParamsSkipped when none is found under Allow.
+func (ev *evaluation) policyParams(p *ir.Policy) (k8sruntime.Object, error) {
+	if p.ParamKind == nil || p.ParamRef == nil {
+		return nil, nil
+	}
+	store, err := ev.state.Params(paramGVK(p.ParamKind))
+	if err != nil {
+		return nil, fmt.Errorf("failed to configure policy: %w", err)
+	}
+	objs, err := collectParams(store, p.ParamRef, ev.req.Namespace)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("failed to configure binding: %w", err)
+	case len(objs) == 0:
+		return nil, errParamsSkipped
+	}
+	return objs[0], nil
+}
+
+// collectParams is the API server's CollectParams on one kind's store: the
+// objects ref names or selects, in ref's namespace or the request's for a
+// namespaced kind.
+func collectParams(store ParamStore, ref *ir.ParamRef, requestNamespace string) ([]k8sruntime.Object, error) {
 	ns := ""
-	if namespaced {
-		ns = ev.req.Namespace
+	if store.Namespaced() {
+		ns = requestNamespace
 		if ref.Namespace != "" {
 			ns = ref.Namespace
 		} else if ns == "" {
@@ -88,21 +132,22 @@ func (ev *evaluation) bindingParams(p *ir.Policy, b *ir.Binding) ([]k8sruntime.O
 	} else if ref.Namespace != "" {
 		return nil, errors.New("paramRef.namespace must not be provided for a cluster-scoped `paramKind`")
 	}
-	var sel labels.Selector
-	if ref.Name == "" {
-		s, err := metav1.LabelSelectorAsSelector(apiconv.Selector(ref.Selector))
+	var out []k8sruntime.Object
+	if ref.Name != "" {
+		obj, err := store.Get(ns, ref.Name)
+		switch {
+		case err == nil:
+			out = []k8sruntime.Object{obj}
+		case !apierrors.IsNotFound(err):
+			return nil, err
+		}
+	} else {
+		sel, err := metav1.LabelSelectorAsSelector(apiconv.Selector(ref.Selector))
 		if err != nil {
 			return nil, err
 		}
-		sel = s
-	}
-	var out []k8sruntime.Object
-	for _, obj := range candidates {
-		if obj.GetAPIVersion() != p.ParamKind.APIVersion || obj.GetKind() != p.ParamKind.Kind || obj.GetNamespace() != ns {
-			continue
-		}
-		if (ref.Name != "" && obj.GetName() == ref.Name) || (sel != nil && sel.Matches(labels.Set(obj.GetLabels()))) {
-			out = append(out, obj)
+		if out, err = store.List(ns, sel); err != nil {
+			return nil, err
 		}
 	}
 	if len(out) == 0 && ref.ParameterNotFoundAction != ir.ParamAllow {
@@ -111,44 +156,18 @@ func (ev *evaluation) bindingParams(p *ir.Policy, b *ir.Binding) ([]k8sruntime.O
 	return out, nil
 }
 
-// staticParams wraps a binding's compiled-in parameter objects. The
+func paramGVK(k *ir.ParamKind) schema.GroupVersionKind {
+	return schema.FromAPIVersionAndKind(k.APIVersion, k.Kind)
+}
+
+// compiledParams wraps a binding's compiled-in parameter objects. The
 // evaluator only reads them, so they are shared, not copied.
-func staticParams(objs []map[string]any) []*unstructured.Unstructured {
+func compiledParams(objs []map[string]any) []*unstructured.Unstructured {
 	out := make([]*unstructured.Unstructured, len(objs))
 	for i, o := range objs {
 		out[i] = &unstructured.Unstructured{Object: o}
 	}
 	return out
-}
-
-// paramKindNamespaced says whether a param kind is namespaced: the core
-// kinds admitc knows, else whether its parameter objects carry a namespace.
-func paramKindNamespaced(k *ir.ParamKind, params []*unstructured.Unstructured) bool {
-	switch k.Kind {
-	case "ConfigMap", "Secret":
-		return true
-	case "Namespace":
-		return false
-	}
-	for _, obj := range params {
-		if obj.GetAPIVersion() == k.APIVersion && obj.GetKind() == k.Kind && obj.GetNamespace() != "" {
-			return true
-		}
-	}
-	return false
-}
-
-// namespaceObject builds the request's Namespace for selectors and
-// namespaceObject: its name label and the labels the request names.
-func namespaceObject(req *Request) *corev1.Namespace {
-	if req.Namespace == "" {
-		return nil
-	}
-	labels := map[string]string{corev1.LabelMetadataName: req.Namespace}
-	for k, v := range req.NamespaceLabels {
-		labels[k] = v
-	}
-	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: req.Namespace, Labels: labels}}
 }
 
 // configError is the violation of a policy or binding the API server could

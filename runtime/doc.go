@@ -7,8 +7,11 @@
 // run in the API server's order (mutations, then validation of the mutated
 // object) with its runtime CEL cost budget.
 //
-// The package keeps matching (match.go), evaluation (engine.go), responses
-// (response.go) and manifest decoding (manifest.go) apart; the HTTP server
-// lives in runtime/server and imports this package, never the reverse.
+// The package keeps matching (match.go, binding.go), evaluation (engine.go),
+// responses (result.go), manifest decoding (manifest.go) and what a decision
+// reads from the cluster (state.go: ClusterState, namespaces and parameter
+// objects, with StaticState for files) apart. The HTTP server lives in
+// runtime/server and the informers that serve a ClusterState from the API
+// server in runtime/cluster; both import this package, never the reverse.
 // It must not import the compiler or any backend.
 package runtime

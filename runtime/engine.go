@@ -55,23 +55,26 @@ var typeConverters = patch.NewTypeConverterManager(nil, openapitest.NewEmbeddedF
 
 // evaluation is the per-request state shared by mutation and validation.
 type evaluation struct {
-	req  *Request
-	attr *admission.VersionedAttributes
-	// ns is namespaceObject for CEL (nil when no expression reads it);
-	// nsObj is the request's namespace for selectors.
-	ns, nsObj *corev1.Namespace
-	match     *matching.Matcher
+	ctx   context.Context
+	req   *Request
+	state ClusterState
+	attr  *admission.VersionedAttributes
+	// withNamespace is false when no expression reads namespaceObject, so
+	// it is not looked up for CEL.
+	withNamespace bool
+	// ns is the request's namespace once looked up (nsLoaded).
+	ns       *corev1.Namespace
+	nsLoaded bool
+	match    *matching.Matcher
 }
 
-func (e *Engine) newEvaluation(req *Request, obj *unstructured.Unstructured) *evaluation {
-	ev := newEvaluation(req, obj)
-	if !e.usesNamespace {
-		ev.ns = nil
-	}
+func (e *Engine) newEvaluation(ctx context.Context, req *Request, obj *unstructured.Unstructured) *evaluation {
+	ev := newEvaluation(ctx, req, obj)
+	ev.withNamespace = e.usesNamespace
 	return ev
 }
 
-func newEvaluation(req *Request, obj *unstructured.Unstructured) *evaluation {
+func newEvaluation(ctx context.Context, req *Request, obj *unstructured.Unstructured) *evaluation {
 	var object, old k8sruntime.Object
 	if obj != nil {
 		object = obj
@@ -81,35 +84,30 @@ func newEvaluation(req *Request, obj *unstructured.Unstructured) *evaluation {
 	}
 	attrs := admission.NewAttributesRecord(object, old, req.Kind, req.Namespace, req.Name, req.Resource,
 		req.SubResource, admission.Operation(req.Operation), nil, req.DryRun, req.User)
-	ev := &evaluation{req: req, attr: &admission.VersionedAttributes{
+	return &evaluation{ctx: ctx, req: req, state: req.clusterState(), withNamespace: true, attr: &admission.VersionedAttributes{
 		Attributes: attrs, VersionedKind: req.Kind, VersionedObject: object, VersionedOldObject: old,
 	}}
-	ev.nsObj = namespaceObject(req)
-	ev.ns = ev.nsObj
-	return ev
 }
 
-// params finds the parameter object for p. found is false when p needs one
-// and none matches its paramRef.
-func (ev *evaluation) params(p *ir.Policy) (k8sruntime.Object, bool) {
-	if p.ParamKind == nil {
-		return nil, true
+// namespaceObject is namespaceObject for CEL: the request's namespace, nil
+// for a cluster-scoped request and for a Namespace itself (as the API
+// server, whose requests for a Namespace carry its name as namespace), and
+// nil when no expression reads it. A namespace that cannot be read is nil
+// too: an expression reading it fails, and the failure policy decides.
+func (ev *evaluation) namespaceObject() *corev1.Namespace {
+	if !ev.withNamespace {
+		return nil
 	}
-	for _, obj := range ev.req.Params {
-		if obj.GetAPIVersion() != p.ParamKind.APIVersion || obj.GetKind() != p.ParamKind.Kind {
-			continue
+	if !ev.nsLoaded {
+		ev.nsLoaded = true
+		if name := ev.req.Namespace; name != "" && ev.req.Kind != namespaceKind {
+			ev.ns, _ = ev.state.Namespace(ev.ctx, name)
 		}
-		if p.ParamRef != nil && p.ParamRef.Name != "" && obj.GetName() != p.ParamRef.Name {
-			continue
-		}
-		ns := obj.GetNamespace()
-		if p.ParamRef != nil && p.ParamRef.Namespace != "" && ns != "" && ns != p.ParamRef.Namespace {
-			continue
-		}
-		return obj, true
 	}
-	return nil, false
+	return ev.ns
 }
+
+var namespaceKind = corev1.SchemeGroupVersion.WithKind("Namespace")
 
 // paramNotFound is the API server's configuration error for a binding whose
 // parameter object does not exist.
@@ -138,7 +136,7 @@ func (e *Engine) Admit(ctx context.Context, req *Request) (*Result, error) {
 // Validate runs every matching validating policy on req.Object.
 func (e *Engine) Validate(ctx context.Context, req *Request) (*Result, error) {
 	res := &Result{Object: req.Object}
-	ev := e.newEvaluation(req, req.Object)
+	ev := e.newEvaluation(ctx, req, req.Object)
 	for i := range e.set.Policies {
 		p := &e.set.Policies[i]
 		if p.Kind != ir.Validating {
@@ -164,19 +162,27 @@ func (e *Engine) Validate(ctx context.Context, req *Request) (*Result, error) {
 // validateOne evaluates one matching validating policy into res and says
 // what it did.
 func (e *Engine) validateOne(ctx context.Context, ev *evaluation, p *ir.Policy, c *celenv.CompiledPolicy, res *Result) (Outcome, string) {
-	params, found := ev.params(p)
-	if !found {
-		if p.ParamRef != nil && p.ParamRef.ParameterNotFoundAction == ir.ParamAllow {
-			return NoParams, "no parameter object; parameterNotFoundAction Allow"
-		}
-		if p.FailurePolicy != ir.Ignore {
-			res.addViolation(Violation{Policy: p.Name, Actions: []ir.Action{ir.Deny}, Message: "failed to configure binding: " + errParamNotFound.Error(), Error: true})
-			return Violated, "no parameter object"
-		}
-		return Failed, "no parameter object; ignored by failurePolicy Ignore"
+	params, err := ev.policyParams(p)
+	switch {
+	case errors.Is(err, errParamsSkipped):
+		return NoParams, err.Error()
+	case err != nil && p.FailurePolicy != ir.Ignore:
+		res.addViolation(Violation{Policy: p.Name, Actions: []ir.Action{ir.Deny}, Message: err.Error(), Error: true})
+		return Violated, paramsDetail(err)
+	case err != nil:
+		return Failed, paramsDetail(err) + "; ignored by failurePolicy Ignore"
 	}
-	out := c.Validator.Validate(ctx, ev.req.Resource, ev.attr, params, ev.ns, celconfig.RuntimeCELCostBudget, nil)
+	out := c.Validator.Validate(ctx, ev.req.Resource, ev.attr, params, ev.namespaceObject(), celconfig.RuntimeCELCostBudget, nil)
 	return record(out, p, "", p.Actions, res)
+}
+
+// paramsDetail says, for a trace, why a policy's parameter object could
+// not be found.
+func paramsDetail(err error) string {
+	if errors.Is(err, errParamNotFound) {
+		return "no parameter object"
+	}
+	return err.Error()
 }
 
 // record adds a validation result of p (through binding, with actions) to
@@ -223,7 +229,7 @@ func (e *Engine) validateImported(ctx context.Context, ev *evaluation, p *ir.Pol
 			res.trace(ev.req.Explain, p, NoParams, "binding "+b.Name+": no parameter object; parameterNotFoundAction Allow")
 		}
 		for _, param := range params {
-			out := c.Validator.Validate(ctx, ev.req.Resource, ev.attr, param, ev.ns, celconfig.RuntimeCELCostBudget, nil)
+			out := c.Validator.Validate(ctx, ev.req.Resource, ev.attr, param, ev.namespaceObject(), celconfig.RuntimeCELCostBudget, nil)
 			o, detail := record(out, p, b.Name, b.Actions, res)
 			res.trace(ev.req.Explain, p, o, joinDetail("binding "+b.Name, detail))
 		}
@@ -240,6 +246,10 @@ func (e *Engine) matchingBindings(ev *evaluation, p *ir.Policy, res *Result) []*
 	}
 	if !ok {
 		res.trace(ev.req.Explain, p, NotMatched, "its matchConstraints do not match "+describeRequest(ev.req))
+		return nil
+	}
+	if err := ev.paramKindServed(p); err != nil {
+		e.configError(ev, p, "", err, res)
 		return nil
 	}
 	if len(p.Bindings) == 0 {
@@ -355,13 +365,13 @@ func (e *Engine) Mutate(ctx context.Context, req *Request) (*Result, error) {
 // mutateOne runs one matching mutating policy; skipped says why it did not
 // run (no params under Allow, a false matchCondition), else "".
 func (e *Engine) mutateOne(ctx context.Context, req *Request, obj *unstructured.Unstructured, p *ir.Policy, c *celenv.CompiledPolicy) (_ *unstructured.Unstructured, skipped string, _ error) {
-	ev := e.newEvaluation(req, obj)
-	params, found := ev.params(p)
-	if !found {
-		if p.ParamRef != nil && p.ParamRef.ParameterNotFoundAction == ir.ParamAllow {
-			return obj, "no parameter object; parameterNotFoundAction Allow", nil
-		}
-		return nil, "", fmt.Errorf("failed to configure binding: %w", errParamNotFound)
+	ev := e.newEvaluation(ctx, req, obj)
+	params, err := ev.policyParams(p)
+	if errors.Is(err, errParamsSkipped) {
+		return obj, err.Error(), nil
+	}
+	if err != nil {
+		return nil, "", err
 	}
 	return e.runMutations(ctx, ev, obj, c, params)
 }
@@ -369,7 +379,7 @@ func (e *Engine) mutateOne(ctx context.Context, req *Request, obj *unstructured.
 // mutateImported runs an imported mutating policy through each binding that
 // matches, with each of its parameter objects, and returns the object after.
 func (e *Engine) mutateImported(ctx context.Context, req *Request, obj *unstructured.Unstructured, p *ir.Policy, c *celenv.CompiledPolicy, res *Result) *unstructured.Unstructured {
-	ev := e.newEvaluation(req, obj)
+	ev := e.newEvaluation(ctx, req, obj)
 	for _, b := range e.matchingBindings(ev, p, res) {
 		params, err := ev.bindingParams(p, b)
 		if err != nil {
@@ -377,7 +387,7 @@ func (e *Engine) mutateImported(ctx context.Context, req *Request, obj *unstruct
 			continue
 		}
 		for _, param := range params {
-			next, skipped, err := e.runMutations(ctx, e.newEvaluation(req, obj), obj, c, param)
+			next, skipped, err := e.runMutations(ctx, e.newEvaluation(ctx, req, obj), obj, c, param)
 			switch {
 			case err != nil:
 				e.configError(ev, p, b.Name, err, res)
@@ -426,7 +436,7 @@ func (e *Engine) runMutations(ctx context.Context, ev *evaluation, obj *unstruct
 			VersionedAttributes: ev.attr,
 			ObjectInterfaces:    objectInterfaces,
 			OptionalVariables:   plugincel.OptionalVariableBindings{VersionedParams: params},
-			Namespace:           ev.ns,
+			Namespace:           ev.namespaceObject(),
 			TypeConverter:       typeConverters.GetTypeConverter(req.Kind),
 		}, celconfig.RuntimeCELCostBudget)
 		if err != nil {

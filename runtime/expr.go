@@ -52,14 +52,14 @@ func EvalExpression(ctx context.Context, expr string, req *Request) (json.RawMes
 	if res.Error != nil {
 		return nil, &CompileError{Detail: strings.TrimPrefix(res.Error.Detail, "compilation failed: ")}
 	}
-	ev := newEvaluation(req, req.Object)
+	ev := newEvaluation(ctx, req, req.Object)
 	var params plugincel.OptionalVariableBindings
 	if len(req.Params) > 0 {
 		params.VersionedParams = req.Params[0]
 	}
 	out, _, err := plugincel.NewMutatingEvaluator(res).ForInput(cc.CreateContext(ctx), ev.attr,
 		plugincel.CreateAdmissionRequest(ev.attr.Attributes, metav1.GroupVersionResource(req.Resource), metav1.GroupVersionKind(req.Kind)),
-		params, ev.ns, celconfig.RuntimeCELCostBudget)
+		params, ev.namespaceObject(), celconfig.RuntimeCELCostBudget)
 	if err != nil {
 		return nil, err
 	}

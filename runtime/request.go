@@ -27,8 +27,12 @@ type Request struct {
 	NamespaceLabels map[string]string
 	// Params are the parameter objects available to policies with paramKind.
 	Params []*unstructured.Unstructured
-	User   user.Info
-	DryRun bool
+	// Cluster, when set, is where namespaces and parameter objects are
+	// read instead of NamespaceLabels and Params (the webhook's view of its
+	// cluster).
+	Cluster ClusterState
+	User    user.Info
+	DryRun  bool
 	// Explain asks for Result.Trace.
 	Explain bool
 }
@@ -65,4 +69,17 @@ func isClusterScoped(kind string) bool { return kind == "Namespace" }
 // ResourceFor returns the REST resource serving gvk (see ir.ResourceForKind).
 func ResourceFor(gvk schema.GroupVersionKind) schema.GroupVersionResource {
 	return gvk.GroupVersion().WithResource(ir.ResourceForKind(gvk.Group, gvk.Kind))
+}
+
+// clusterState is where req's namespaces and parameter objects are read:
+// req.Cluster, else a StaticState of req.NamespaceLabels and req.Params.
+func (req *Request) clusterState() ClusterState {
+	if req.Cluster != nil {
+		return req.Cluster
+	}
+	s := &StaticState{ParamObjects: req.Params}
+	if req.Namespace != "" {
+		s.NamespaceLabels = map[string]map[string]string{req.Namespace: req.NamespaceLabels}
+	}
+	return s
 }

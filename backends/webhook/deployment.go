@@ -10,25 +10,28 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/admitc/admitc/backends"
+	"github.com/admitc/admitc/ir"
 )
 
 // Replicas is how many webhook pods run: with a PodDisruptionBudget of one,
 // a node drain never leaves the webhook without an endpoint.
 const Replicas = 2
 
-// deploymentObjects are the Service, Deployment and PodDisruptionBudget that
-// run `admitc serve` the way the outage story says it must run: two replicas
-// spread over nodes, a disruption budget, probes, resources and a non-root,
-// read-only container. The serving certificate is the Secret NAME-tls and
-// the policies the ConfigMap NAME-policies.
-func deploymentObjects(w backends.WebhookOptions) []runtime.Object {
+// deploymentObjects are the ServiceAccount and its read-only ClusterRole
+// (see rbacObjects), and the Service, Deployment and PodDisruptionBudget
+// that run `admitc serve` the way the outage story says it must run: two
+// replicas spread over nodes, a disruption budget, probes, resources and a
+// non-root, read-only container that reads namespaces and the parameter
+// objects of kinds from its API server. The serving certificate is the
+// Secret NAME-tls and the policies the ConfigMap NAME-policies.
+func deploymentObjects(w backends.WebhookOptions, kinds []ir.ParamKind) []runtime.Object {
 	labels := map[string]string{"app.kubernetes.io/name": w.Name, backends.ManagedByLabel: backends.ManagedByValue}
 	selector := map[string]string{"app.kubernetes.io/name": w.Name}
 	meta := func(name string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: name, Namespace: w.ServiceNamespace, Labels: labels}
 	}
 	minAvailable := intstr.FromInt32(1)
-	return []runtime.Object{
+	return append(rbacObjects(w, kinds, labels),
 		&corev1.Service{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 			ObjectMeta: meta(w.Service),
@@ -61,12 +64,15 @@ func deploymentObjects(w backends.WebhookOptions) []runtime.Object {
 				Selector:     &metav1.LabelSelector{MatchLabels: selector},
 			},
 		},
-	}
+	)
 }
 
 func podSpec(w backends.WebhookOptions, selector map[string]string) corev1.PodSpec {
 	return corev1.PodSpec{
-		AutomountServiceAccountToken: ptr(false),
+		// The token lets admitc serve watch namespaces and parameter
+		// objects, with the ClusterRole's read-only rights and no more.
+		ServiceAccountName:           w.Name,
+		AutomountServiceAccountToken: ptr(true),
 		SecurityContext: &corev1.PodSecurityContext{
 			RunAsNonRoot:   ptr(true),
 			RunAsUser:      ptr(int64(65532)),

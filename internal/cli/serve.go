@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/admitc/admitc/compiler"
+	"github.com/admitc/admitc/runtime"
 	"github.com/admitc/admitc/runtime/server"
 )
 
@@ -30,6 +31,9 @@ type ServeOptions struct {
 	Host            string
 	Port            int
 	NamespaceLabels string
+	Params          []string
+	Kubeconfig      string
+	Offline         bool
 	ShutdownDelay   time.Duration
 	DrainTimeout    time.Duration
 	MaxInflight     int
@@ -37,6 +41,9 @@ type ServeOptions struct {
 
 	// Listening, when set, receives the address once the server listens (tests).
 	Listening func(net.Addr)
+
+	// source is where namespaces and parameter objects are read (Complete).
+	source clusterSource
 }
 
 // NewServeCommand returns `admitc serve`.
@@ -59,6 +66,17 @@ admitc exits 0. A review over a bound (--max-list-items, --max-inflight) is
 answered 413 or 429, and the API server applies the webhook's failurePolicy.
 One JSON log line is written per review.
 
+Namespaces (namespace selectors, namespaceObject) and parameter objects
+(paramKind, paramRef) are read from the API server through informers: with
+--kubeconfig, or inside a pod (the default there, with the pod's service
+account). /readyz turns true once the caches have synced; if the API server
+later becomes unreachable, decisions go on from the last synced state and a
+log line and admitc_cluster_api_reachable say so. A paramKind the API server
+does not serve is looked up again every 10s; meanwhile its policies are
+decided by their failure policy, as the API server decides them. Outside a
+pod, or with --offline, they are read from files instead: --namespace-labels
+and --params.
+
 Exit codes: 0 after a graceful shutdown, 2 when --policies is missing, the
 policies do not compile or the certificate cannot be loaded at start-up.`,
 		Example: `  admitc certs --out tls --dns localhost --ip 127.0.0.1
@@ -67,6 +85,7 @@ policies do not compile or the certificate cannot be loaded at start-up.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
+			o.Complete()
 			if err := o.Validate(); err != nil {
 				return err
 			}
@@ -80,7 +99,10 @@ policies do not compile or the certificate cannot be loaded at start-up.`,
 	f.StringVar(&o.ClientCA, "client-ca", "", "require client certificates signed by this CA (the API server's client certificate)")
 	f.StringVar(&o.Host, "host", "0.0.0.0", "address to listen on")
 	f.IntVar(&o.Port, "port", 8443, "port to listen on")
-	f.StringVar(&o.NamespaceLabels, "namespace-labels", "", "YAML/JSON file mapping namespace names to their labels, for namespaceObject")
+	f.StringVar(&o.NamespaceLabels, "namespace-labels", "", "offline: YAML/JSON file mapping namespace names to their labels, for namespaceObject and namespace selectors")
+	f.StringSliceVar(&o.Params, "params", nil, "offline: files holding parameter objects for policies with paramKind")
+	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "read namespaces and parameter objects from the API server this kubeconfig file connects to (inside a pod, the pod's own API server is the default)")
+	f.BoolVar(&o.Offline, "offline", false, "read namespaces and parameter objects from files (--namespace-labels, --params), even inside a pod")
 	f.DurationVar(&o.ShutdownDelay, "shutdown-delay", 2*time.Second, "after SIGTERM, how long /readyz fails before the listener closes")
 	f.DurationVar(&o.DrainTimeout, "drain-timeout", 30*time.Second, "after SIGTERM, the longest wait for reviews in flight")
 	f.IntVar(&o.MaxInflight, "max-inflight", 0, "reviews decoded and evaluated at once (0: GOMAXPROCS); a review that finds no free slot before its deadline is answered 429 and the API server applies the webhook's failurePolicy")
@@ -91,9 +113,14 @@ policies do not compile or the certificate cannot be loaded at start-up.`,
 }
 
 // Validate checks the options before anything is loaded: serve needs
-// --policies, since it enforces them, and sane bounds.
+// --policies, since it enforces them, sane bounds, and one source of
+// namespaces and parameter objects.
 func (o *ServeOptions) Validate() error {
 	switch {
+	case o.Offline && o.Kubeconfig != "":
+		return usageError(errors.New("--offline reads namespaces and parameter objects from files; --kubeconfig reads them from the API server: give one"))
+	case o.source != offline && (o.NamespaceLabels != "" || len(o.Params) > 0):
+		return usageError(fmt.Errorf("--namespace-labels and --params are for offline use: with %s, namespaces and parameter objects come from the API server (add --offline to read files instead)", o.source))
 	case o.MaxInflight < 0:
 		return usageError(fmt.Errorf("--max-inflight %d: want 0 (GOMAXPROCS) or more reviews at once", o.MaxInflight))
 	case o.MaxListItems < 0:
@@ -124,21 +151,21 @@ func (o *ServeOptions) Run(ctx context.Context) error {
 			return usageError(err)
 		}
 	}
-	if o.NamespaceLabels != "" {
-		if cfg.NamespaceLabels, err = readNamespaceLabels(o.NamespaceLabels); err != nil {
-			return usageError(err)
-		}
+	state, err := o.clusterState(ctx, engine.PolicySet(), logger, metrics)
+	if err != nil {
+		return err
 	}
+	cfg.Cluster = state
 	srv := server.New(cfg)
 	l, err := net.Listen("tcp", net.JoinHostPort(o.Host, strconv.Itoa(o.Port)))
 	if err != nil {
 		return usageError(fmt.Errorf("listen: %w", err))
 	}
-	if err := o.watch(ctx, srv, certs, metrics, logger); err != nil {
+	if err := o.watch(ctx, srv, certs, metrics, logger, state); err != nil {
 		l.Close()
 		return usageError(err)
 	}
-	logger.Info("serving", "phase", "start", "address", l.Addr().String(), "policies", len(engine.PolicySet().Policies))
+	logger.Info("serving", "phase", "start", "address", l.Addr().String(), "policies", len(engine.PolicySet().Policies), "cluster", o.source.describe(o.Kubeconfig))
 	if o.Listening != nil {
 		o.Listening(l.Addr())
 	}
@@ -159,7 +186,7 @@ func (o *ServeOptions) Run(ctx context.Context) error {
 }
 
 // watch reloads policies and the certificate when their files change.
-func (o *ServeOptions) watch(ctx context.Context, srv *server.Server, certs *server.CertSource, m *server.Metrics, logger *slog.Logger) error {
+func (o *ServeOptions) watch(ctx context.Context, srv *server.Server, certs *server.CertSource, m *server.Metrics, logger *slog.Logger, state runtime.ClusterState) error {
 	if len(o.Policies.Paths) > 0 {
 		spec := server.WatchSpec{Paths: o.Policies.Paths, DirEntry: compiler.IsPolicyFile}
 		err := server.Watch(ctx, spec, logger, func() {
@@ -169,7 +196,7 @@ func (o *ServeOptions) watch(ctx context.Context, srv *server.Server, certs *ser
 				logger.Error("policy reload refused; the last good policies keep serving", "phase", "reload", "error", err.Error())
 				return
 			}
-			srv.Swap(engine)
+			swapWatching(ctx, srv, engine, state, logger)
 			m.Reloads.WithLabelValues("success").Inc()
 			logger.Info("policies reloaded", "phase", "reload", "policies", len(engine.PolicySet().Policies))
 		})

@@ -79,9 +79,10 @@ func decodeReview(body []byte) (*admissionv1.AdmissionReview, error) {
 	return &review, nil
 }
 
-// toRequest turns an AdmissionRequest into the runtime's request, refusing
-// objects with a list longer than maxListItems.
-func toRequest(ar *admissionv1.AdmissionRequest, nsLabels map[string]map[string]string, maxListItems int) (*runtime.Request, error) {
+// toRequest turns an AdmissionRequest into the runtime's request, reading
+// the cluster from state, refusing objects with a list longer than
+// maxListItems.
+func toRequest(ar *admissionv1.AdmissionRequest, state runtime.ClusterState, maxListItems int) (*runtime.Request, error) {
 	obj, err := decodeObject(ar.Object.Raw, field.NewPath("request", "object"), maxListItems)
 	if err != nil {
 		return nil, err
@@ -102,12 +103,10 @@ func toRequest(ar *admissionv1.AdmissionRequest, nsLabels map[string]map[string]
 		OldObject:   old,
 		User:        &user.DefaultInfo{Name: ar.UserInfo.Username, UID: ar.UserInfo.UID, Groups: ar.UserInfo.Groups},
 		DryRun:      ar.DryRun != nil && *ar.DryRun,
+		Cluster:     state,
 	}
 	if req.Object == nil && req.Operation != ir.Delete && req.Operation != ir.Connect {
 		return nil, badRequest("request.object is missing for %s", ar.Operation)
-	}
-	if labels, ok := nsLabels[ar.Namespace]; ok {
-		req.NamespaceLabels = labels
 	}
 	return req, nil
 }

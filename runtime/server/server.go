@@ -28,10 +28,12 @@ type Config struct {
 	Certs *CertSource
 	// ClientCAs, when set, requires and verifies client certificates.
 	ClientCAs *CertPool
-	// NamespaceLabels gives namespaceObject labels by namespace name.
-	NamespaceLabels map[string]map[string]string
-	Logger          *slog.Logger
-	Metrics         *Metrics
+	// Cluster is where namespaces and parameter objects are read (nil:
+	// every namespace exists, labelled with its name only, and there are no
+	// parameter objects). The server is ready only once it has synced.
+	Cluster runtime.ClusterState
+	Logger  *slog.Logger
+	Metrics *Metrics
 	// ReviewTimeout bounds a review when the API server sends no timeout.
 	ReviewTimeout time.Duration
 	// ReadHeaderTimeout and IdleTimeout cut off slow and idle clients
@@ -195,11 +197,14 @@ func (s *Server) Shutdown(ctx context.Context, delay time.Duration) error {
 }
 
 func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
-	if !s.ready.Load() {
+	switch {
+	case !s.ready.Load():
 		writeText(w, http.StatusServiceUnavailable, "shutting down")
-		return
+	case s.cfg.Cluster != nil && !s.cfg.Cluster.Synced():
+		writeText(w, http.StatusServiceUnavailable, "cluster caches not synced")
+	default:
+		writeText(w, http.StatusOK, "ok")
 	}
-	writeText(w, http.StatusOK, "ok")
 }
 
 func writeText(w http.ResponseWriter, code int, msg string) {
@@ -250,7 +255,7 @@ func (s *Server) review(r *http.Request, phase Phase, entry *logEntry) (*admissi
 		return nil, asHTTPError(err)
 	}
 	entry.fromRequest(review.Request)
-	req, err := toRequest(review.Request, s.cfg.NamespaceLabels, s.cfg.MaxListItems)
+	req, err := toRequest(review.Request, s.cfg.Cluster, s.cfg.MaxListItems)
 	if err != nil {
 		return nil, asHTTPError(err)
 	}

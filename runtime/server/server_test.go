@@ -13,8 +13,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -249,5 +251,53 @@ func TestHealthReadyMetrics(t *testing.T) {
 		`admitc_admission_webhook_admission_duration_seconds_count{phase="validate",rejected="true"} 1`,
 	} {
 		assert.Contains(t, string(body), want)
+	}
+}
+
+// unsynced is a cluster state whose caches have not synced until synced is set.
+type unsynced struct {
+	runtime.StaticState
+	synced atomic.Bool
+}
+
+func (u *unsynced) Synced() bool { return u.synced.Load() }
+
+func TestReadyOnlyOnceTheClusterHasSynced(t *testing.T) {
+	state := &unsynced{}
+	f := start(t, server.Config{Cluster: state})
+	get := func() (int, string) {
+		resp, err := f.client.Get("https://" + f.addr + "/readyz")
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	code, body := get()
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Equal(t, "cluster caches not synced\n", body)
+	state.synced.Store(true)
+	code, body = get()
+	assert.Equal(t, http.StatusOK, code)
+	assert.Equal(t, "ok\n", body)
+}
+
+func TestNamespaceObjectFromTheClusterState(t *testing.T) {
+	policy := filepath.Join(t.TempDir(), "frozen.yaml")
+	require.NoError(t, os.WriteFile(policy, []byte(`policies:
+  - name: frozen
+    type: cel
+    validations:
+      - expression: "namespaceObject.metadata.?labels.?frozen.orValue('') != 'true'"
+        messageExpression: "'namespace ' + namespaceObject.metadata.name + ' is frozen'"
+`), 0o644))
+	for labels, want := range map[string]bool{"frozen": false, "thawed": true} {
+		state := &runtime.StaticState{NamespaceLabels: map[string]map[string]string{"shop": {"frozen": strconv.FormatBool(labels == "frozen")}}}
+		f := start(t, server.Config{Engine: engine(t, policy), Cluster: state})
+		_, body := f.post(t, "/validate", review(t, "manifests/good.json", "", ""))
+		resp := decodeResponse(t, body)
+		assert.Equal(t, want, resp.Allowed, labels)
+		if !want {
+			assert.Equal(t, "[frozen] namespace shop is frozen", resp.Result.Message)
+		}
 	}
 }

@@ -72,7 +72,7 @@ func resourceFor(u *unstructured.Unstructured) (dynamic.ResourceInterface, error
 func clusterScoped(kind string) bool {
 	switch kind {
 	case "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding",
-		"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration", "Namespace":
+		"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration", "Namespace", "ClusterRole", "ClusterRoleBinding":
 		return true
 	}
 	return false

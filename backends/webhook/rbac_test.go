@@ -1,0 +1,94 @@
+package webhook_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/admitc/admitc/backends"
+	"github.com/admitc/admitc/backends/webhook"
+	"github.com/admitc/admitc/ir"
+)
+
+func paramPolicy(name, apiVersion, kind string) ir.Policy {
+	return ir.Policy{Name: name, Kind: ir.Validating, FailurePolicy: ir.Fail,
+		Match:     ir.Match{Resources: []ir.Resource{{Version: "v1", Kind: "Pod", Resource: "pods"}}, Operations: []ir.Operation{ir.Create}},
+		ParamKind: &ir.ParamKind{APIVersion: apiVersion, Kind: kind}, ParamRef: &ir.ParamRef{Name: "p", ParameterNotFoundAction: ir.ParamDeny}}
+}
+
+// constraintPolicy is an imported policy whose one binding carries its
+// parameter object compiled in, as a Gatekeeper constraint does.
+func constraintPolicy(name, apiVersion, kind string) ir.Policy {
+	p := paramPolicy(name, apiVersion, kind)
+	p.MatchConstraints = &ir.MatchResources{ResourceRules: []ir.ResourceRule{{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}, Operations: []ir.Operation{ir.Create}}}}
+	p.Bindings = []ir.Binding{{Name: "c", ParamRef: &ir.ParamRef{Name: "c"}, Params: []map[string]any{{"kind": kind}}}}
+	return p
+}
+
+// TestRBACReadsExactlyWhatThePoliciesRead: namespaces, and the resource of
+// each parameter kind read from the cluster, per API group, no wildcard; a
+// Gatekeeper constraint's kind (compiled in with its binding) is not read.
+func TestRBACReadsExactlyWhatThePoliciesRead(t *testing.T) {
+	set := &ir.PolicySet{Version: ir.Version, Policies: []ir.Policy{
+		paramPolicy("registries", "v1", "ConfigMap"),
+		paramPolicy("replicas", "limits.example.com/v1", "ReplicaLimit"),
+		paramPolicy("replicas-again", "limits.example.com/v1beta1", "ReplicaLimit"),
+		paramPolicy("policy", "policy.example.com/v1", "NetworkPolicy"),
+		constraintPolicy("constraint", "constraints.gatekeeper.sh/v1beta1", "K8sRequiredLabels"),
+	}}
+	opts := backends.Options{Namespaces: []string{"shop"}, Webhook: webhook.Defaults}
+	opts.Webhook.Deployment = true
+	out, diags := webhook.Backend{}.Generate(set, opts)
+	require.Empty(t, diags)
+	var role *rbacv1.ClusterRole
+	var binding *rbacv1.ClusterRoleBinding
+	var account *corev1.ServiceAccount
+	var deployment *appsv1.Deployment
+	for _, o := range out.Objects {
+		switch o := o.(type) {
+		case *rbacv1.ClusterRole:
+			role = o
+		case *rbacv1.ClusterRoleBinding:
+			binding = o
+		case *corev1.ServiceAccount:
+			account = o
+		case *appsv1.Deployment:
+			deployment = o
+		}
+	}
+	require.NotNil(t, role)
+	read := []string{"get", "list", "watch"}
+	assert.Equal(t, []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps", "namespaces"}, Verbs: read},
+		{APIGroups: []string{"limits.example.com"}, Resources: []string{"replicalimits"}, Verbs: read},
+		{APIGroups: []string{"policy.example.com"}, Resources: []string{"networkpolicies"}, Verbs: read},
+	}, role.Rules)
+	require.NotNil(t, account)
+	assert.Equal(t, "admission-system", account.Namespace)
+	require.NotNil(t, binding)
+	assert.Equal(t, rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name}, binding.RoleRef)
+	assert.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: account.Name, Namespace: account.Namespace}}, binding.Subjects)
+	require.NotNil(t, deployment)
+	assert.Equal(t, account.Name, deployment.Spec.Template.Spec.ServiceAccountName)
+	assert.True(t, *deployment.Spec.Template.Spec.AutomountServiceAccountToken)
+}
+
+func TestRBACWithoutParams(t *testing.T) {
+	set := &ir.PolicySet{Version: ir.Version, Policies: []ir.Policy{{Name: "p", Kind: ir.Validating,
+		Match: ir.Match{Resources: []ir.Resource{{Version: "v1", Kind: "Pod", Resource: "pods"}}, Operations: []ir.Operation{ir.Create}}}}}
+	opts := backends.Options{Namespaces: []string{"shop"}, Webhook: webhook.Defaults}
+	opts.Webhook.Deployment = true
+	out, diags := webhook.Backend{}.Generate(set, opts)
+	require.Empty(t, diags)
+	for _, o := range out.Objects {
+		if role, ok := o.(*rbacv1.ClusterRole); ok {
+			assert.Equal(t, []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch"}}}, role.Rules)
+			return
+		}
+	}
+	t.Fatal("no ClusterRole")
+}
