@@ -120,7 +120,7 @@ spec:
 			set, diags := Compile([]Source{{Name: "p.yaml", Data: []byte(src)}}, Options{})
 			require.Empty(t, diags)
 			assert.Equal(t, tc.want, names(set))
-			assert.Equal(t, []ir.Action{ir.Warn, ir.Audit}, set.Policies[0].Bindings[0].Actions, "Audit is the default")
+			assert.Equal(t, []ir.Action{ir.Audit}, set.Policies[0].Bindings[0].Actions, "Audit is the default; it warns only with emitWarning")
 		})
 	}
 }

@@ -112,8 +112,9 @@ func (r *reader) rule(p *clusterPolicyObject, c computedRule) {
 	r.policies = append(r.policies, pol)
 }
 
-// failureActions are a rule's validationActions: Enforce denies; Audit
-// (the default) warns and audits.
+// failureActions are a rule's validationActions, as Kyverno's webhook acts:
+// Enforce denies; Audit (the default) admits and reports (Audit), and
+// warns the client only when spec.emitWarning is true.
 func failureActions(spec *kyvernov1.Spec, v *kyvernov1.Validation) []ir.Action {
 	action := spec.ValidationFailureAction
 	if v.FailureAction != nil {
@@ -122,7 +123,10 @@ func failureActions(spec *kyvernov1.Spec, v *kyvernov1.Validation) []ir.Action {
 	if action.Enforce() {
 		return []ir.Action{ir.Deny}
 	}
-	return []ir.Action{ir.Warn, ir.Audit}
+	if spec.EmitWarning != nil && *spec.EmitWarning {
+		return []ir.Action{ir.Warn, ir.Audit}
+	}
+	return []ir.Action{ir.Audit}
 }
 
 // policyRefusal is a policy-level setting admitc cannot honour.

@@ -3,7 +3,8 @@
 //   - kyverno.io/v1 ClusterPolicy and Policy whose rules are validate.cel:
 //     each rule becomes one imported validating policy named POLICY.RULE
 //     (NAMESPACE.POLICY.RULE for a Policy), with one binding whose actions
-//     are the rule's failure action (Enforce: Deny; Audit: Warn and Audit);
+//     are the rule's failure action (Enforce: Deny; Audit: Audit, and Warn
+//     too when spec.emitWarning is true, as Kyverno's webhook warns);
 //     celPreconditions become matchConditions; an expression without a
 //     message inherits validate.message. The rule's match and exclude are
 //     lowered to resourceRules that cover every kind they name, a
