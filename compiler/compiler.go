@@ -28,6 +28,10 @@ type Options struct {
 	// type-checked against the libraries that version offers. Nil means the
 	// runtime's own version.
 	KubeVersion *version.Version
+	// KeepGoing leaves out the policies and rules that need what admitc
+	// cannot evaluate (a Kyverno rule with an API call, say) and lists them
+	// in the set's Skipped, instead of reporting them as errors.
+	KeepGoing bool
 }
 
 // Compile parses, lowers and type-checks the given policy files into one
@@ -46,9 +50,8 @@ func Compile(sources []Source, opts Options) (*ir.PolicySet, Diagnostics) {
 			set.Policies = append(set.Policies, r.compilePolicy(d, names, opts)...)
 		}
 		for _, f := range foreign {
-			if f.policy != nil {
-				set.Policies = append(set.Policies, r.compileForeign(f, names, opts)...)
-			}
+			set.Policies = append(set.Policies, r.compileForeign(f, names, opts)...)
+			set.Skipped = append(set.Skipped, f.skipped...)
 			if f.binding != nil {
 				bindings = append(bindings, foreignBinding{binding: f.binding, policyName: f.policyName, kind: f.kind, constraint: f.constraint})
 			}
@@ -57,6 +60,10 @@ func Compile(sources []Source, opts Options) (*ir.PolicySet, Diagnostics) {
 		brokenTemplateKinds = append(brokenTemplateKinds, r.brokenTemplateKinds...)
 	}
 	diags = append(diags, attachBindings(set, bindings, brokenTemplateKinds)...)
+	if !opts.KeepGoing {
+		diags = append(diags, skippedDiagnostics(set.Skipped)...)
+		set.Skipped = nil
+	}
 	if len(diags) > 0 {
 		diags.Sort()
 		return nil, diags

@@ -93,9 +93,13 @@ func checkSelectors(obj any) error {
 	var sels []*metav1.LabelSelector
 	switch o := obj.(type) {
 	case *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
-		sels = append(sels, o.Spec.MatchResources.NamespaceSelector)
+		if o.Spec.MatchResources != nil { // an imported binding may have none
+			sels = append(sels, o.Spec.MatchResources.NamespaceSelector)
+		}
 	case *admissionregistrationv1.MutatingAdmissionPolicyBinding:
-		sels = append(sels, o.Spec.MatchResources.NamespaceSelector)
+		if o.Spec.MatchResources != nil {
+			sels = append(sels, o.Spec.MatchResources.NamespaceSelector)
+		}
 	case *admissionregistrationv1.ValidatingWebhookConfiguration:
 		for _, w := range o.Webhooks {
 			sels = append(sels, w.NamespaceSelector, w.ObjectSelector)

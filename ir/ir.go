@@ -9,6 +9,9 @@ type PolicySet struct {
 	Version string `json:"version"`
 	// Policies are the compiled policies, in declaration order.
 	Policies []Policy `json:"policies"`
+	// Skipped are the policies and rules left out because they need what
+	// admitc cannot evaluate; only a compilation that keeps going has any.
+	Skipped []Skipped `json:"skipped,omitempty"`
 }
 
 // Origin says where an IR node came from: a file position and the field path
@@ -112,6 +115,9 @@ type Policy struct {
 	// binding.go. Match, Actions and ParamRef then do not apply.
 	MatchConstraints *MatchResources `json:"matchConstraints,omitempty"`
 	Bindings         []Binding       `json:"bindings,omitempty"`
+	// From names the other engine's policy and rule this policy was read
+	// from, when its name alone does not (see PolicyRef).
+	From *PolicyRef `json:"from,omitempty"`
 	// Notes say what the compiler decided on the policy's behalf that its
 	// author should know (for example: it covers Pods only, and why).
 	Notes []string `json:"notes,omitempty"`

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apiserver/pkg/admission"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/matching"
@@ -52,6 +55,21 @@ var objectInterfaces = admission.NewObjectInterfacesFromScheme(k8sruntime.NewSch
 // kinds (list keys, atomic fields), from the OpenAPI documents client-go
 // embeds, as the API server gives them its own.
 var typeConverters = patch.NewTypeConverterManager(nil, openapitest.NewEmbeddedFileClient())
+
+// loadSchemas lists the embedded OpenAPI documents once: the manager finds
+// a kind's schema only among the paths its Run has listed, and Run with a
+// cancelled context lists them once and returns.
+var loadSchemas sync.Once
+
+// typeConverter is the type converter of kind's schema.
+func typeConverter(kind schema.GroupVersionKind) managedfields.TypeConverter {
+	loadSchemas.Do(func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		typeConverters.Run(ctx)
+	})
+	return typeConverters.GetTypeConverter(kind)
+}
 
 // evaluation is the per-request state shared by mutation and validation.
 type evaluation struct {
@@ -437,7 +455,7 @@ func (e *Engine) runMutations(ctx context.Context, ev *evaluation, obj *unstruct
 			ObjectInterfaces:    objectInterfaces,
 			OptionalVariables:   plugincel.OptionalVariableBindings{VersionedParams: params},
 			Namespace:           ev.namespaceObject(),
-			TypeConverter:       typeConverters.GetTypeConverter(req.Kind),
+			TypeConverter:       typeConverter(req.Kind),
 		}, celconfig.RuntimeCELCostBudget)
 		if err != nil {
 			return nil, "", err

@@ -30,6 +30,7 @@ type CompileOptions struct {
 	OutDir      string
 	Check       string
 	WithIR      bool
+	KeepGoing   bool
 	Webhook     webhookFlags
 	Static      backends.StaticOptions
 
@@ -125,6 +126,12 @@ taken by a directory) the previous files are left as they were, byte for byte.
 Files are written with mode 0644 (generated manifests are meant to be
 committed), whatever mode a replaced file had.
 
+Kyverno ClusterPolicies, Policies, ValidatingPolicies and MutatingPolicies
+are read too. A rule that needs what admitc cannot evaluate (a context API
+call, a pattern or deny rule, a Kyverno-only CEL library) is an error that
+names the feature; --keep-going leaves such rules out, emits the rest and
+lists what it skipped on stderr.
+
 Exit codes: 0 written (or up to date), 1 --check found differences, 2 a policy
 does not compile or a backend cannot express it.`,
 		Example: `  # The built-in example set, every backend, to stdout
@@ -135,6 +142,9 @@ does not compile or a backend cannot express it.`,
 
   # In CI: fail when deploy/admission is stale
   admitc compile --policies policies/ --namespace shop --namespace payments --check deploy/admission
+
+  # Kyverno policies: emit what admitc can, list the rules it skipped
+  admitc compile --policies kyverno/ --backend vap --keep-going
 
   # MutatingAdmissionPolicy for a 1.35 cluster (v1beta1)
   admitc compile --policies examples/policies/labels-policy.json --backend map --kube-version 1.35`,
@@ -148,6 +158,7 @@ does not compile or a backend cannot express it.`,
 	f.StringVarP(&o.OutDir, "out", "o", "", "write one file per backend into this directory instead of stdout")
 	f.StringVar(&o.Check, "check", "", "compare with the files in this directory; exit 1 with a diff when they differ")
 	f.BoolVar(&o.WithIR, "ir", false, "also write ir.json, the compiled intermediate representation")
+	f.BoolVar(&o.KeepGoing, "keep-going", false, "emit what can be emitted: leave out the rules and policies that need what admitc cannot evaluate (a Kyverno rule with an API call, say), list them on stderr, and exit 0")
 	o.Webhook.add(f)
 	f.StringVar(&o.Static.Root, "static-root", static.DefaultRoot, "static backend: the directory kube-apiserver sees the static/ output in (each plugin's staticManifestsDir is under it)")
 	f.BoolVar(&o.Static.Webhooks, "static-webhook", false, "static backend: send the policies to admitc serve at --url through static webhook configurations instead of static admission policies")
@@ -190,7 +201,7 @@ func (o *CompileOptions) Run() error {
 	if err != nil {
 		return usageError(err)
 	}
-	res, diags, err := generate.Run(generate.Request{Sources: srcs, Backends: o.Backends, Options: o.opts, WithIR: o.WithIR})
+	res, diags, err := generate.Run(generate.Request{Sources: srcs, Backends: o.Backends, Options: o.opts, WithIR: o.WithIR, KeepGoing: o.KeepGoing})
 	if err != nil {
 		return usageError(err)
 	}
@@ -198,6 +209,7 @@ func (o *CompileOptions) Run() error {
 		return usageError(fmt.Errorf("cannot compile:\n%s", diags.Error()))
 	}
 	printNotes(o.Err, res.Set)
+	printSkipped(o.Err, res.Set)
 	if err := verifyStatic(res.Files, o.opts.Static.Root); err != nil {
 		return usageError(err)
 	}

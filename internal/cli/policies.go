@@ -89,6 +89,24 @@ func printNotes(w io.Writer, set *ir.PolicySet) {
 	}
 }
 
+// printSkipped writes what a compilation that kept going left out, one
+// line each: file:line:col: skipped: KIND "NAME" rule "RULE": feature: why.
+func printSkipped(w io.Writer, set *ir.PolicySet) {
+	if w == nil {
+		return
+	}
+	for _, s := range set.Skipped {
+		what := fmt.Sprintf("%s %q", s.From.Kind, s.From.Name)
+		if s.From.Namespace != "" {
+			what = fmt.Sprintf("%s %q", s.From.Kind, s.From.Namespace+"/"+s.From.Name)
+		}
+		if s.From.Rule != "" {
+			what += fmt.Sprintf(" rule %q", s.From.Rule)
+		}
+		fmt.Fprintf(w, "%s:%d:%d: skipped: %s: %s: %s\n", s.Origin.File, s.Origin.Line, s.Origin.Column, what, s.Feature, s.Reason)
+	}
+}
+
 // engine compiles the policies into a runtime engine.
 func (f *policyFlags) engine() (*runtime.Engine, error) {
 	set, err := f.compile(nil)

@@ -21,18 +21,33 @@ func NewVerifyCommand(s Streams) *cobra.Command {
 	o := &VerifyOptions{Streams: s}
 	cmd := &cobra.Command{
 		Use:   "verify [flags] PATH...",
-		Short: "Run policy test suites (Gatekeeper's gator suites) with admitc's engine",
-		Long: `Finds gator suites (kind Suite, apiVersion test.gatekeeper.sh/v1alpha1)
-under the paths, directories recursively, and runs each test's
+		Short: "Run policy test files (gator suites, Kyverno tests) with admitc's engine",
+		Long: `Finds test files under the paths, directories recursively, and runs them
+with admitc's engine.
+
+Gator suites (kind Suite, apiVersion test.gatekeeper.sh/v1alpha1): each test's
 ConstraintTemplate (its K8sNativeValidation CEL) and Constraint on each case's
-object with admitc's engine, judging every assertion as gator verify does:
-violations yes, no or a count, optionally of the violations whose message
-matches a Go regexp. A template with only Rego is reported unsupported.
+object, every assertion judged as gator verify does: violations yes, no or a
+count, optionally of the violations whose message matches a Go regexp. A
+template with only Rego is reported unsupported.
+
+Kyverno tests (kind Test, apiVersion cli.kyverno.io/v1alpha1, usually
+.kyverno-test/kyverno-test.yaml): the test's policies on its resources, every
+expected result judged as kyverno test does: one result per resource and rule
+(results under a Pod rule also cover its autogen-NAME and
+autogen-cronjob-NAME rules), pass, fail, skip or error, a resource the rule
+does not match passing as excluded, values files (request.operation,
+namespace labels, subresources), userinfo files and patchedResources. A rule
+admitc cannot run (an API call in its context, a pattern rule, a Kyverno-only
+CEL library) and a test field it does not read are reported unsupported.
 
 Exit codes: 0 every expected result passed, 1 any failed or is unsupported,
 2 unreadable or malformed files.`,
 		Example: `  # Every suite of the Gatekeeper examples
   admitc verify examples/gatekeeper/
+
+  # Every Kyverno test of the Kyverno examples
+  admitc verify examples/kyverno/
 
   # One suite, as JUnit XML for CI
   admitc verify -o junit examples/gatekeeper/allowed-repos/suite.yaml > verify.xml

@@ -97,7 +97,7 @@ func TestVerifyBadInput(t *testing.T) {
 	}{
 		"malformed suite": {args: []string{verifyData + "malformed"}, stdout: "malformed suite: yaml: unmarshal errors:"},
 		"missing path":    {args: []string{verifyData + "nothing"}, stderr: "error: read test files: stat testdata/verify/nothing: no such file or directory\n"},
-		"no suites":       {args: []string{"testdata/trust"}, stderr: "error: no test files under testdata/trust (gator suites: kind Suite, apiVersion test.gatekeeper.sh/v1alpha1)\n"},
+		"no suites":       {args: []string{"testdata/trust"}, stderr: "error: no test files under testdata/trust (gator suites: kind Suite, apiVersion test.gatekeeper.sh/v1alpha1; Kyverno tests: kind Test, apiVersion cli.kyverno.io/v1alpha1)\n"},
 		"bad output":      {args: []string{"-o", "yaml", verifyData + "wrong"}, stderr: "error: --output must be table, json, junit or markdown, got \"yaml\"\n"},
 	}
 	for name, tc := range cases {
@@ -133,4 +133,70 @@ func TestTestGatekeeperTemplateAndConstraint(t *testing.T) {
 	_, stderr, code = run(t, "test", "--policies", dir+"constraint.yaml", dir+"samples/docker-hub.yaml")
 	assert.Equal(t, ExitUsage, code)
 	assert.Contains(t, stderr, `constraint.yaml:1:1: constraint "allowed-repos" is of kind K8sAllowedRepos, but no ConstraintTemplate in the policy files defines that kind`)
+}
+
+func TestVerifyKyvernoExamplesPassEverything(t *testing.T) {
+	out, stderr, code := run(t, "verify", "-o", "json", fixtures+"kyverno/")
+	require.Equal(t, ExitOK, code, out+stderr)
+	var rep struct {
+		Results []struct {
+			Test, Case, Expected, Outcome string
+		} `json:"results"`
+		Summary map[string]int `json:"summary"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	assert.GreaterOrEqual(t, rep.Summary["passed"], 150)
+	assert.Equal(t, 0, rep.Summary["failed"]+rep.Summary["unsupported"]+rep.Summary["errors"])
+	kinds := map[string]map[string]bool{}
+	for _, r := range rep.Results {
+		kind := strings.Split(r.Case, "/")[0]
+		if kinds[kind] == nil {
+			kinds[kind] = map[string]bool{}
+		}
+		kinds[kind][r.Expected] = true
+	}
+	for _, k := range []string{"Pod", "Deployment", "CronJob"} {
+		assert.True(t, kinds[k]["pass"] && kinds[k]["fail"], "%s: good and bad", k)
+	}
+	assert.True(t, kinds["Pod"]["skip"] && kinds["Deployment"]["error"])
+}
+
+func TestVerifyKyvernoPlantedWrongExpectation(t *testing.T) {
+	out, _, code := run(t, "verify", verifyData+"kyverno-wrong")
+	assert.Equal(t, ExitFailed, code)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 4)
+	assert.Equal(t, []string{"testdata/verify/kyverno-wrong/kyverno-test.yaml", "disallow-host-path/autogen-host-path", "Deployment/default/bad-deployment", "pass",
+		"fail:", "HostPath", "volumes", "are", "forbidden.", "The", "field", "spec.volumes[*].hostPath", "must", "be", "unset.", "FAIL"}, strings.Fields(lines[2]))
+	assert.Equal(t, "2 expected result(s): 1 passed, 1 failed, 0 unsupported, 0 error(s)", lines[3])
+}
+
+func TestVerifyKyvernoUnsupported(t *testing.T) {
+	out, _, code := run(t, "verify", "-o", "json", verifyData+"kyverno-unsupported")
+	assert.Equal(t, ExitFailed, code)
+	var rep struct {
+		Results []struct {
+			Test, Outcome, Reason string
+		} `json:"results"`
+		Summary map[string]int `json:"summary"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	assert.Equal(t, map[string]int{"passed": 1, "failed": 0, "unsupported": 7, "errors": 0}, rep.Summary)
+	assert.Equal(t, "namespace-quota/check-quota", rep.Results[0].Test)
+	assert.Equal(t, "testdata/verify/kyverno-unsupported/api-call/policy.yaml:14:5: context.apiCall: a rule's context is loaded by Kyverno at admission (API calls, ConfigMaps, registries, JMESPath variables); an admission policy cannot load it and admitc does not evaluate JMESPath", rep.Results[0].Reason)
+	assert.Equal(t, "passed", rep.Results[1].Outcome, "the other rule of the same policy still runs")
+	assert.Contains(t, rep.Results[2].Reason, "kyverno test v1.19 does not load paramResources")
+}
+
+func TestCompileKeepGoing(t *testing.T) {
+	_, stderr, code := run(t, "compile", "-p", verifyData+"kyverno-unsupported/api-call/policy.yaml", "-b", "vap")
+	assert.Equal(t, ExitUsage, code)
+	assert.Contains(t, stderr, `policy.yaml:14:5: spec.rules[0].context: context.apiCall: `)
+	out, stderr, code := run(t, "compile", "-p", verifyData+"kyverno-unsupported/api-call/policy.yaml", "-b", "vap", "--keep-going")
+	require.Equal(t, ExitOK, code, stderr)
+	assert.Contains(t, stderr, `policy.yaml:14:5: skipped: ClusterPolicy "namespace-quota" rule "check-quota": context.apiCall: `)
+	assert.Contains(t, stderr, `skipped: ClusterPolicy "namespace-quota" rule "autogen-cronjob-check-quota": context.apiCall`)
+	assert.Contains(t, out, "name: namespace-quota.check-labels\n")
+	assert.Contains(t, out, "name: namespace-quota.autogen-cronjob-check-labels\n")
+	assert.NotContains(t, out, "check-quota")
 }

@@ -87,6 +87,9 @@ type Request struct {
 	Options  backends.Options
 	// WithIR adds ir.json to the files.
 	WithIR bool
+	// KeepGoing emits what can be emitted and lists what was skipped in
+	// Result.Set.Skipped (see compiler.Options.KeepGoing).
+	KeepGoing bool
 }
 
 // Result is the compiled set and its files, one per selected backend (a
@@ -104,7 +107,7 @@ func Run(req Request) (*Result, diag.Diagnostics, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	set, diags := compiler.Compile(req.Sources, compiler.Options{KubeVersion: req.Options.KubeVersion})
+	set, diags := compiler.Compile(req.Sources, compiler.Options{KubeVersion: req.Options.KubeVersion, KeepGoing: req.KeepGoing})
 	if len(diags) > 0 {
 		return nil, diags, nil
 	}

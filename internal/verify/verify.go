@@ -63,7 +63,7 @@ type Format interface {
 }
 
 // Formats are the test-file formats Run knows, in the order they are asked.
-var Formats = []Format{Gator{}}
+var Formats = []Format{Gator{}, Kyverno{}}
 
 // Run finds test files under paths (directories recursively, their .yaml
 // and .yml files in name order; a named file is always read) and runs each
@@ -90,7 +90,7 @@ func Run(ctx context.Context, paths []string, formats []Format) (*Report, error)
 		}
 	}
 	if found == 0 {
-		return nil, fmt.Errorf("no test files under %s (gator suites: kind Suite, apiVersion %s)", strings.Join(paths, ", "), SuiteAPIVersion)
+		return nil, fmt.Errorf("no test files under %s (gator suites: kind Suite, apiVersion %s; Kyverno tests: kind Test, apiVersion %s)", strings.Join(paths, ", "), SuiteAPIVersion, TestAPIVersion)
 	}
 	rep.Summary = summarize(rep.Results)
 	return rep, nil

@@ -1,0 +1,200 @@
+package kyverno
+
+import (
+	"fmt"
+
+	policiesv1alpha1 "github.com/kyverno/api/api/policies.kyverno.io/v1alpha1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	admissionregistrationv1alpha1 "k8s.io/api/admissionregistration/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/admitc/admitc/internal/apiconv"
+	"github.com/admitc/admitc/ir"
+)
+
+// ValidatingPolicy and MutatingPolicy: admission policies with Kyverno's
+// extras. Every version (v1alpha1, v1beta1, v1) has the same spec type.
+
+type validatingPolicyObject struct {
+	metav1.TypeMeta `json:",inline"`
+	Metadata        metav1.ObjectMeta                     `json:"metadata"`
+	Spec            policiesv1alpha1.ValidatingPolicySpec `json:"spec"`
+	Status          any                                   `json:"status,omitempty"`
+}
+
+type mutatingPolicyObject struct {
+	metav1.TypeMeta `json:",inline"`
+	Metadata        metav1.ObjectMeta                   `json:"metadata"`
+	Spec            policiesv1alpha1.MutatingPolicySpec `json:"spec"`
+	Status          any                                 `json:"status,omitempty"`
+}
+
+func (r *reader) validatingPolicy() {
+	var p validatingPolicyObject
+	if ds := r.doc.Decode(&p, "a Kyverno ValidatingPolicy"); len(ds) > 0 {
+		r.diags = append(r.diags, ds...)
+		return
+	}
+	ref := ir.PolicyRef{APIVersion: r.apiVersion, Kind: r.kind, Name: p.Metadata.Name}
+	if !r.celPolicyReadable(p.Metadata, p.Spec.MatchConstraints) {
+		return
+	}
+	if e := p.Spec.EvaluationConfiguration; e != nil && e.Mode != "" && e.Mode != "Kubernetes" {
+		r.skip(ref, "spec.evaluation.mode", "evaluation.mode "+e.Mode, "admitc evaluates admission requests (mode Kubernetes), not JSON payloads")
+		return
+	}
+	if f := libraryRefusal(validatingExpressions(&p.Spec)); f != nil {
+		r.skip(ref, "spec", f.feature, "%s", f.why)
+		return
+	}
+	r.policies = append(r.policies, r.validatingIR(p.Metadata.Name, ref, &p.Spec))
+	for _, g := range vpAutogen(&p.Spec) {
+		gref := ref
+		gref.AutogenOf = p.Metadata.Name
+		r.policies = append(r.policies, r.validatingIR(g.prefix+p.Metadata.Name, gref, g.spec.(*policiesv1alpha1.ValidatingPolicySpec)))
+	}
+}
+
+// celPolicyReadable checks what every policies.kyverno.io policy needs.
+func (r *reader) celPolicyReadable(meta metav1.ObjectMeta, mc *admissionregistrationv1.MatchResources) bool {
+	if meta.Name == "" {
+		r.errorf("metadata.name", "missing metadata.name")
+		return false
+	}
+	if mc == nil {
+		r.errorf("spec.matchConstraints", "missing spec.matchConstraints: a %s without it matches nothing", r.kind)
+		return false
+	}
+	return true
+}
+
+func (r *reader) validatingIR(name string, ref ir.PolicyRef, s *policiesv1alpha1.ValidatingPolicySpec) *ir.Policy {
+	p := &ir.Policy{
+		Name: name, Type: Type, Kind: ir.Validating, Origin: r.origin(""), From: &ref,
+		FailurePolicy: failurePolicy(s.FailurePolicy), MatchConstraints: apiconv.FromMatchResources(s.MatchConstraints),
+		MatchConditions:  r.conditions(s.MatchConditions, "spec.matchConditions"),
+		Variables:        r.variables(s.Variables, "spec.variables"),
+		Validations:      r.validations(s.Validations, "", "spec.validations"),
+		AuditAnnotations: r.auditAnnotations(s.AuditAnnotations, "spec.auditAnnotations"),
+	}
+	b := ir.Binding{Name: name, Origin: p.Origin}
+	for _, a := range s.ValidationActions() {
+		b.Actions = append(b.Actions, ir.Action(a))
+	}
+	p.Bindings = []ir.Binding{b}
+	if len(p.Validations) == 0 && len(p.AuditAnnotations) == 0 {
+		r.errorf("spec", "a ValidatingPolicy needs validations or auditAnnotations")
+	}
+	return p
+}
+
+func (r *reader) mutatingPolicy() {
+	var p mutatingPolicyObject
+	if ds := r.doc.Decode(&p, "a Kyverno MutatingPolicy"); len(ds) > 0 {
+		r.diags = append(r.diags, ds...)
+		return
+	}
+	ref := ir.PolicyRef{APIVersion: r.apiVersion, Kind: r.kind, Name: p.Metadata.Name}
+	if !r.celPolicyReadable(p.Metadata, p.Spec.MatchConstraints) {
+		return
+	}
+	if f := mutatingRefusal(&p.Spec); f != nil {
+		r.skip(ref, f.path, f.feature, "%s", f.why)
+		return
+	}
+	r.policies = append(r.policies, r.mutatingIR(p.Metadata.Name, ref, &p.Spec))
+	for _, g := range mpAutogen(&p.Spec) {
+		gref := ref
+		gref.AutogenOf = p.Metadata.Name
+		r.policies = append(r.policies, r.mutatingIR(g.prefix+p.Metadata.Name, gref, g.spec.(*policiesv1alpha1.MutatingPolicySpec)))
+	}
+}
+
+// mutatingRefusal names what a MutatingPolicy needs that admitc cannot do.
+func mutatingRefusal(s *policiesv1alpha1.MutatingPolicySpec) *refusal {
+	e := s.EvaluationConfiguration
+	switch {
+	case e != nil && e.Mode != "" && e.Mode != "Kubernetes":
+		return &refusal{"evaluation.mode " + e.Mode, "spec.evaluation.mode", "admitc evaluates admission requests (mode Kubernetes), not JSON payloads"}
+	case s.TargetMatchConstraints != nil || (e != nil && e.MutateExistingConfiguration != nil && e.MutateExistingConfiguration.Enabled != nil && *e.MutateExistingConfiguration.Enabled):
+		return &refusal{"mutateExisting", "spec.targetMatchConstraints", "mutating existing objects happens in Kyverno's background controller, not at admission"}
+	case len(s.AuditAnnotations) > 0:
+		return &refusal{"auditAnnotations on a MutatingPolicy", "spec.auditAnnotations", "admission mutations carry no audit annotations in admitc's IR"}
+	}
+	if f := libraryRefusal(mutatingExpressions(s)); f != nil {
+		f.path = "spec"
+		return f
+	}
+	return nil
+}
+
+func (r *reader) mutatingIR(name string, ref ir.PolicyRef, s *policiesv1alpha1.MutatingPolicySpec) *ir.Policy {
+	p := &ir.Policy{
+		Name: name, Type: Type, Kind: ir.Mutating, Origin: r.origin(""), From: &ref,
+		FailurePolicy: failurePolicy(s.FailurePolicy), MatchConstraints: apiconv.FromMatchResources(s.MatchConstraints),
+		MatchConditions: r.conditions(s.MatchConditions, "spec.matchConditions"),
+		Variables:       r.variables(s.Variables, "spec.variables"), ReinvocationPolicy: ir.ReinvokeNever,
+		Bindings: []ir.Binding{{Name: name, Origin: r.origin("")}},
+	}
+	if s.ReinvocationPolicy == admissionregistrationv1.IfNeededReinvocationPolicy {
+		p.ReinvocationPolicy = ir.ReinvokeIfNeeded
+	}
+	for i, m := range s.Mutations {
+		path := fmt.Sprintf("spec.mutations[%d]", i)
+		switch {
+		case m.PatchType == admissionregistrationv1alpha1.PatchTypeJSONPatch && m.JSONPatch != nil:
+			p.Mutations = append(p.Mutations, ir.Mutation{PatchType: ir.JSONPatch, Expression: m.JSONPatch.Expression, Origin: r.origin(path + ".jsonPatch.expression")})
+		case m.PatchType == admissionregistrationv1alpha1.PatchTypeApplyConfiguration && m.ApplyConfiguration != nil:
+			p.Mutations = append(p.Mutations, ir.Mutation{PatchType: ir.ApplyConfiguration, Expression: m.ApplyConfiguration.Expression, Origin: r.origin(path + ".applyConfiguration.expression")})
+		default:
+			r.errorf(path+".patchType", "patchType %q needs its matching field (jsonPatch or applyConfiguration)", m.PatchType)
+		}
+	}
+	if len(p.Mutations) == 0 {
+		r.errorf("spec.mutations", "a MutatingPolicy needs mutations")
+	}
+	return p
+}
+
+func failurePolicy(f *admissionregistrationv1.FailurePolicyType) ir.FailurePolicy {
+	if f != nil && *f == admissionregistrationv1.Ignore {
+		return ir.Ignore
+	}
+	return ir.Fail
+}
+
+func validatingExpressions(s *policiesv1alpha1.ValidatingPolicySpec) []string {
+	var out []string
+	for _, c := range s.MatchConditions {
+		out = append(out, c.Expression)
+	}
+	for _, v := range s.Variables {
+		out = append(out, v.Expression)
+	}
+	for _, v := range s.Validations {
+		out = append(out, v.Expression, v.MessageExpression)
+	}
+	for _, a := range s.AuditAnnotations {
+		out = append(out, a.ValueExpression)
+	}
+	return out
+}
+
+func mutatingExpressions(s *policiesv1alpha1.MutatingPolicySpec) []string {
+	var out []string
+	for _, c := range s.MatchConditions {
+		out = append(out, c.Expression)
+	}
+	for _, v := range s.Variables {
+		out = append(out, v.Expression)
+	}
+	for _, m := range s.Mutations {
+		if m.JSONPatch != nil {
+			out = append(out, m.JSONPatch.Expression)
+		}
+		if m.ApplyConfiguration != nil {
+			out = append(out, m.ApplyConfiguration.Expression)
+		}
+	}
+	return out
+}

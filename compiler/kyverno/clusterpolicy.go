@@ -1,0 +1,253 @@
+package kyverno
+
+import (
+	"fmt"
+	"strings"
+
+	kyvernov1 "github.com/kyverno/kyverno/api/kyverno/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/admitc/admitc/internal/apiconv"
+	"github.com/admitc/admitc/ir"
+)
+
+// clusterPolicyObject is a ClusterPolicy or a Policy: the same spec.
+type clusterPolicyObject struct {
+	metav1.TypeMeta `json:",inline"`
+	Metadata        metav1.ObjectMeta `json:"metadata"`
+	Spec            kyvernov1.Spec    `json:"spec"`
+	Status          any               `json:"status,omitempty"`
+}
+
+// clusterPolicy lowers every rule Kyverno would run, autogen rules
+// included, to one imported policy each.
+func (r *reader) clusterPolicy() {
+	var p clusterPolicyObject
+	if ds := r.doc.Decode(&p, "a Kyverno "+r.kind); len(ds) > 0 {
+		r.diags = append(r.diags, ds...)
+		return
+	}
+	if p.Metadata.Name == "" {
+		r.errorf("metadata.name", "missing metadata.name")
+		return
+	}
+	if r.kind == "Policy" && p.Metadata.Namespace == "" {
+		p.Metadata.Namespace = "default"
+	}
+	if r.kind == "ClusterPolicy" {
+		p.Metadata.Namespace = ""
+	}
+	if len(p.Spec.Rules) == 0 {
+		r.errorf("spec.rules", "a %s needs rules", r.kind)
+		return
+	}
+	for _, c := range computeRules(p.Metadata, &p.Spec) {
+		r.rule(&p, c)
+	}
+}
+
+// ref names a rule of p in Kyverno's terms.
+func (r *reader) ref(p *clusterPolicyObject, c computedRule) ir.PolicyRef {
+	return ir.PolicyRef{APIVersion: r.apiVersion, Kind: r.kind, Namespace: p.Metadata.Namespace, Name: p.Metadata.Name, Rule: c.rule.Name, AutogenOf: c.autogenOf}
+}
+
+// irName is a rule's IR policy name: POLICY.RULE, NAMESPACE.POLICY.RULE
+// for a Policy.
+func irName(ref ir.PolicyRef) string {
+	name := ref.Name + "." + ref.Rule
+	if ref.Kind == "Policy" {
+		name = ref.Namespace + "." + name
+	}
+	return name
+}
+
+// rule lowers one rule, or records why it cannot.
+func (r *reader) rule(p *clusterPolicyObject, c computedRule) {
+	ref := r.ref(p, c)
+	path := fmt.Sprintf("spec.rules[%d]", c.index)
+	if f := policyRefusal(&p.Spec); f != nil {
+		r.skip(ref, f.path, f.feature, "%s", f.why)
+		return
+	}
+	if f := ruleRefusal(c.rule, path); f != nil {
+		r.skip(ref, f.path, f.feature, "%s", f.why)
+		return
+	}
+	m, f := lowerMatch(c.rule, path, p.Metadata.Namespace)
+	if f != nil {
+		r.skip(ref, f.path, f.feature, "%s", f.why)
+		return
+	}
+	v := c.rule.Validation
+	cel := v.CEL
+	name := irName(ref)
+	pol := &ir.Policy{
+		Name: name, Type: Type, Kind: ir.Validating, Origin: r.origin(path),
+		FailurePolicy: ir.Fail, MatchConstraints: m.constraints, From: &ref,
+		Variables: r.variables(cel.Variables, path+".validate.cel.variables"),
+	}
+	if m.condition != "" {
+		o := r.origin(path + ".match")
+		o.Path = path + ".match (generated)"
+		pol.MatchConditions = append(pol.MatchConditions, ir.NamedExpression{Name: MatchConditionName, Expression: m.condition, Origin: o})
+	}
+	pol.MatchConditions = append(pol.MatchConditions, r.conditions(c.rule.CELPreconditions, path+".celPreconditions")...)
+	pol.Validations = r.validations(cel.Expressions, v.Message, path+".validate.cel.expressions")
+	pol.AuditAnnotations = r.auditAnnotations(cel.AuditAnnotations, path+".validate.cel.auditAnnotations")
+	if cel.ParamKind != nil {
+		pol.ParamKind = &ir.ParamKind{APIVersion: cel.ParamKind.APIVersion, Kind: cel.ParamKind.Kind}
+	}
+	b := ir.Binding{Name: name, Origin: pol.Origin, Actions: failureActions(&p.Spec, v), ParamRef: apiconv.FromParamRef(cel.ParamRef)}
+	if pol.ParamKind != nil && b.ParamRef == nil {
+		r.errorf(path+".validate.cel", "paramKind needs a paramRef: the parameter objects this rule reads")
+	}
+	pol.Bindings = []ir.Binding{b}
+	if len(pol.Validations) == 0 && len(pol.AuditAnnotations) == 0 {
+		r.errorf(path+".validate.cel", "validate.cel needs expressions or auditAnnotations")
+	}
+	if fp := p.Spec.FailurePolicy; fp != nil && *fp == kyvernov1.Ignore {
+		pol.Notes = append(pol.Notes, "spec.failurePolicy Ignore is what Kyverno's webhook does when Kyverno is unreachable; a CEL error in a validate.cel rule still fails the rule, so this policy has failurePolicy Fail")
+	}
+	r.policies = append(r.policies, pol)
+}
+
+// failureActions are a rule's validationActions, as Kyverno's webhook acts:
+// Enforce denies; Audit (the default) admits and reports (Audit), and
+// warns the client only when spec.emitWarning is true.
+func failureActions(spec *kyvernov1.Spec, v *kyvernov1.Validation) []ir.Action {
+	action := spec.ValidationFailureAction
+	if v.FailureAction != nil {
+		action = *v.FailureAction
+	}
+	if action.Enforce() {
+		return []ir.Action{ir.Deny}
+	}
+	if spec.EmitWarning != nil && *spec.EmitWarning {
+		return []ir.Action{ir.Warn, ir.Audit}
+	}
+	return []ir.Action{ir.Audit}
+}
+
+// policyRefusal is a policy-level setting admitc cannot honour.
+func policyRefusal(spec *kyvernov1.Spec) *refusal {
+	switch {
+	case spec.ApplyRules != nil && *spec.ApplyRules == kyvernov1.ApplyOne:
+		return &refusal{"applyRules: One", "spec.applyRules", "with One, Kyverno applies only the first rule that matches; admitc's rules are independent policies"}
+	case len(spec.ValidationFailureActionOverrides) > 0:
+		return &refusal{"validationFailureActionOverrides", "spec.validationFailureActionOverrides", "per-namespace actions are not translated yet; use failureAction and a namespaceSelector per policy"}
+	case spec.WebhookConfiguration != nil && len(spec.WebhookConfiguration.MatchConditions) > 0:
+		return &refusal{"webhookConfiguration.matchConditions", "spec.webhookConfiguration.matchConditions", "Kyverno filters requests by them in its webhook, not in its engine; move them to each rule's celPreconditions"}
+	}
+	return nil
+}
+
+// ruleRefusal names what a rule needs that admitc cannot evaluate.
+func ruleRefusal(rule kyvernov1.Rule, path string) *refusal {
+	if len(rule.Context) > 0 {
+		return &refusal{contextFeature(rule.Context[0]), path + ".context", "a rule's context is loaded by Kyverno at admission (API calls, ConfigMaps, registries, JMESPath variables); an admission policy cannot load it and admitc does not evaluate JMESPath"}
+	}
+	if rule.RawAnyAllConditions != nil {
+		return &refusal{"preconditions", path + ".preconditions", "JMESPath preconditions are not translated yet (celPreconditions are)"}
+	}
+	switch {
+	case rule.Mutation != nil:
+		return &refusal{"mutate", path + ".mutate", "ClusterPolicy mutate rules are not translated; write a MutatingPolicy"}
+	case rule.Generation != nil:
+		return &refusal{"generate", path + ".generate", "generate rules create other objects, which no admission policy can do"}
+	case len(rule.VerifyImages) > 0:
+		return &refusal{"verifyImages", path + ".verifyImages", "image signatures and attestations are fetched from registries at admission"}
+	case rule.Validation == nil:
+		return &refusal{"rule without validate", path, "the rule neither validates nor does anything admitc reads"}
+	}
+	v := rule.Validation
+	vp := path + ".validate"
+	switch {
+	case v.GetPattern() != nil:
+		return &refusal{"validate.pattern", vp + ".pattern", "pattern rules are not translated yet (validate.cel rules are)"}
+	case v.GetAnyPattern() != nil:
+		return &refusal{"validate.anyPattern", vp + ".anyPattern", "anyPattern rules are not translated yet (validate.cel rules are)"}
+	case v.Deny != nil:
+		return &refusal{"validate.deny", vp + ".deny", "deny rules (JMESPath conditions) are not translated yet (validate.cel rules are)"}
+	case len(v.ForEachValidation) > 0:
+		return &refusal{"validate.foreach", vp + ".foreach", "foreach rules are not translated yet (validate.cel rules are)"}
+	case v.PodSecurity != nil:
+		return &refusal{"validate.podSecurity", vp + ".podSecurity", "podSecurity rules run Kubernetes' Pod Security checks inside Kyverno; use the PodSecurity admission plugin or CEL rules"}
+	case v.Manifests != nil:
+		return &refusal{"validate.manifests", vp + ".manifests", "manifest signatures are verified with keys Kyverno fetches at admission"}
+	case v.DeprecatedAssert != nil:
+		return &refusal{"validate.assert", vp + ".assert", "kyverno-json assertion trees are not translated"}
+	case v.CEL == nil:
+		return &refusal{"validate without cel", vp, "the validate block has no check admitc reads"}
+	case len(v.FailureActionOverrides) > 0:
+		return &refusal{"validate.failureActionOverrides", vp + ".failureActionOverrides", "per-namespace actions are not translated yet"}
+	}
+	return nil
+}
+
+func contextFeature(e kyvernov1.ContextEntry) string {
+	switch {
+	case e.APICall != nil:
+		return "context.apiCall"
+	case e.ConfigMap != nil:
+		return "context.configMap"
+	case e.ImageRegistry != nil:
+		return "context.imageRegistry"
+	case e.GlobalReference != nil:
+		return "context.globalReference"
+	case e.Variable != nil:
+		return "context.variable"
+	}
+	return "context"
+}
+
+func (r *reader) variables(vs []admissionregistrationv1.Variable, list string) []ir.NamedExpression {
+	var out []ir.NamedExpression
+	for i, v := range vs {
+		out = append(out, ir.NamedExpression{Name: v.Name, Expression: v.Expression, Origin: r.origin(fmt.Sprintf("%s[%d].expression", list, i))})
+	}
+	return out
+}
+
+func (r *reader) conditions(cs []admissionregistrationv1.MatchCondition, list string) []ir.NamedExpression {
+	var out []ir.NamedExpression
+	for i, c := range cs {
+		if c.Name == MatchConditionName {
+			r.errorf(fmt.Sprintf("%s[%d].name", list, i), "the name %q is reserved by admitc for the condition it generates from match and exclude", MatchConditionName)
+		}
+		out = append(out, ir.NamedExpression{Name: c.Name, Expression: c.Expression, Origin: r.origin(fmt.Sprintf("%s[%d].expression", list, i))})
+	}
+	return out
+}
+
+// validations are the rule's expressions; one without a message inherits
+// validate.message, as Kyverno's handler does.
+func (r *reader) validations(vs []admissionregistrationv1.Validation, message, list string) []ir.Validation {
+	var out []ir.Validation
+	for i, v := range vs {
+		path := fmt.Sprintf("%s[%d]", list, i)
+		val := ir.Validation{Expression: v.Expression, Message: v.Message, MessageExpression: v.MessageExpression, Origin: r.origin(path + ".expression")}
+		if val.Message == "" {
+			val.Message = message
+		}
+		if v.Reason != nil {
+			val.Reason = string(*v.Reason)
+		}
+		if v.MessageExpression != "" {
+			mo := r.origin(path + ".messageExpression")
+			val.MessageExpressionOrigin = &mo
+		}
+		out = append(out, val)
+	}
+	return out
+}
+
+func (r *reader) auditAnnotations(as []admissionregistrationv1.AuditAnnotation, list string) []ir.AuditAnnotation {
+	var out []ir.AuditAnnotation
+	for i, a := range as {
+		out = append(out, ir.AuditAnnotation{Key: a.Key, ValueExpression: a.ValueExpression, Origin: r.origin(fmt.Sprintf("%s[%d].valueExpression", list, i))})
+	}
+	return out
+}
+
+var _ = strings.TrimSpace

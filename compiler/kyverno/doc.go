@@ -1,0 +1,36 @@
+// Package kyverno reads Kyverno policies into the IR:
+//
+//   - kyverno.io/v1 ClusterPolicy and Policy whose rules are validate.cel:
+//     each rule becomes one imported validating policy named POLICY.RULE
+//     (NAMESPACE.POLICY.RULE for a Policy), with one binding whose actions
+//     are the rule's failure action (Enforce: Deny; Audit: Audit, and Warn
+//     too when spec.emitWarning is true, as Kyverno's webhook warns);
+//     celPreconditions become matchConditions; an expression without a
+//     message inherits validate.message. The rule's match and exclude are
+//     lowered to resourceRules that cover every kind they name, a
+//     namespaceSelector where one is given, and one generated matchCondition
+//     (kyverno-match) that decides exactly as Kyverno's engine does
+//     (pkg/engine/utils/match.go): kinds with group, version and
+//     subresource wildcards, names, namespaces, annotations, selector,
+//     operations and subjects. Autogen is Kyverno's own (pkg/autogen/v1):
+//     the same controllers, annotation, rule names and text rewrite, each
+//     generated rule one more IR policy.
+//   - policies.kyverno.io ValidatingPolicy and MutatingPolicy in v1alpha1,
+//     v1beta1 and v1: one imported policy each, VAP- and MAP-shaped, plus
+//     one per autogen target group (pkg/cel/policies/*/autogen).
+//
+// A rule or policy that needs something admitc cannot evaluate offline
+// (rule context, JMESPath preconditions, pattern and deny rules, mutate,
+// generate, verifyImages, Kyverno-only CEL libraries, roles and
+// clusterRoles) is refused with its place, the feature's name and why, and
+// the rest of the document still compiles: refusals are returned as
+// ir.Skipped, which the compiler turns into errors unless asked to keep
+// going.
+//
+// Every IR policy carries an ir.PolicyRef naming its Kyverno policy and
+// rule, so a test runner can report in Kyverno's names.
+//
+// The package imports the IR, compiler/source, internal/diag,
+// internal/apiconv and Kyverno's API types (not its engine); never a
+// backend or the runtime.
+package kyverno

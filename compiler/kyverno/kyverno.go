@@ -1,0 +1,91 @@
+package kyverno
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/admitc/admitc/compiler/source"
+	"github.com/admitc/admitc/internal/diag"
+	"github.com/admitc/admitc/ir"
+)
+
+const (
+	// Group is the API group of ClusterPolicy and Policy.
+	Group = "kyverno.io"
+	// PoliciesGroup is the API group of ValidatingPolicy and MutatingPolicy.
+	PoliciesGroup = "policies.kyverno.io"
+	// Type is the IR policy type of every policy read from Kyverno.
+	Type = "kyverno"
+	// AutogenAnnotation lists the pod controllers of a ClusterPolicy's
+	// autogen rules ("none" for none).
+	AutogenAnnotation = "pod-policies.kyverno.io/autogen-controllers"
+	// MatchConditionName names the generated matchCondition that decides a
+	// rule's match and exclude as Kyverno does; a test runner tells "not
+	// matched" from "skipped by celPreconditions" by it.
+	MatchConditionName = "kyverno-match"
+)
+
+// Kinds this frontend reads, by group.
+var Kinds = map[string][]string{
+	Group:         {"ClusterPolicy", "Policy"},
+	PoliciesGroup: {"ValidatingPolicy", "MutatingPolicy"},
+}
+
+// Result is what one document holds: the policies it compiles to, and the
+// rules or policies it holds that admitc cannot evaluate.
+type Result struct {
+	Policies []*ir.Policy
+	Skipped  []ir.Skipped
+}
+
+// Read decodes one kyverno.io or policies.kyverno.io document.
+func Read(doc *source.Doc) (*Result, diag.Diagnostics) {
+	gv, err := schema.ParseGroupVersion(doc.Field("apiVersion"))
+	r := &reader{doc: doc, apiVersion: doc.Field("apiVersion"), kind: doc.Field("kind")}
+	switch {
+	case err == nil && gv.Group == Group && gv.Version == "v1" && (r.kind == "ClusterPolicy" || r.kind == "Policy"):
+		r.clusterPolicy()
+	case err == nil && gv.Group == PoliciesGroup && knownVersion(gv.Version) && r.kind == "ValidatingPolicy":
+		r.validatingPolicy()
+	case err == nil && gv.Group == PoliciesGroup && knownVersion(gv.Version) && r.kind == "MutatingPolicy":
+		r.mutatingPolicy()
+	default:
+		r.errorf("kind", "admitc reads %s/v1 ClusterPolicy and Policy, and %s ValidatingPolicy and MutatingPolicy in v1alpha1, v1beta1 and v1; not %s %s",
+			Group, PoliciesGroup, r.apiVersion, r.kind)
+	}
+	if len(r.diags) > 0 {
+		return nil, r.diags
+	}
+	return &Result{Policies: r.policies, Skipped: r.skipped}, nil
+}
+
+func knownVersion(v string) bool { return v == "v1alpha1" || v == "v1beta1" || v == "v1" }
+
+type reader struct {
+	doc        *source.Doc
+	apiVersion string
+	kind       string
+	policies   []*ir.Policy
+	skipped    []ir.Skipped
+	diags      diag.Diagnostics
+}
+
+// origin is the origin of the field at path, or of the document.
+func (r *reader) origin(path string) ir.Origin {
+	if n := r.doc.NodeAt(path); n != nil {
+		return r.doc.Origin(n, path)
+	}
+	o := r.doc.Origin(r.doc.Root, path)
+	return o
+}
+
+func (r *reader) errorf(path, format string, args ...any) {
+	r.diags = append(r.diags, diag.Diagnostic{Origin: r.origin(path), Message: fmt.Sprintf(format, args...)})
+}
+
+// skip records that the rule or policy ref cannot be evaluated, because of
+// feature at path.
+func (r *reader) skip(ref ir.PolicyRef, path, feature, format string, args ...any) {
+	r.skipped = append(r.skipped, ir.Skipped{Origin: r.origin(path), From: ref, Feature: feature, Reason: fmt.Sprintf(format, args...)})
+}

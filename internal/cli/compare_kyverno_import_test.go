@@ -1,0 +1,54 @@
+//go:build kyverno
+
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Every validate.cel ClusterPolicy fixture, imported by admitc and run by
+// Kyverno's own engine on the original, decides every fixture resource the
+// same way. Fixtures whose test needs values or a user (namespace labels,
+// an UPDATE, subjects), or objects outside the default namespace, are left
+// to admitc verify and kyverno test: the compare harness gives Kyverno's
+// engine none of them, and judges every object in one namespace.
+func TestCompareKyvernoFixturesAgreeWithKyvernosEngine(t *testing.T) {
+	dirs, err := filepath.Glob(fixtures + "kyverno/*/policy.yaml")
+	require.NoError(t, err)
+	compared := 0
+	for _, policy := range dirs {
+		dir := filepath.Dir(policy)
+		data, err := os.ReadFile(policy)
+		require.NoError(t, err)
+		test, err := os.ReadFile(filepath.Join(dir, ".kyverno-test", "kyverno-test.yaml"))
+		require.NoError(t, err)
+		if !strings.Contains(string(data), "kind: ClusterPolicy") || strings.Contains(string(test), "variables:") || strings.Contains(string(test), "userinfo:") ||
+			strings.Contains(string(test), "namespace:") || filepath.Base(dir) == "require-labels" || filepath.Base(dir) == "disallow-default-namespace" {
+			continue
+		}
+		compared++
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			out, stderr, _ := run(t, "compare", "-o", "json", "--policies", policy, "--kyverno-policies", policy,
+				filepath.Join(dir, ".kyverno-test", "resources.yaml"))
+			var doc struct {
+				Rows []struct {
+					Name        string   `json:"name"`
+					Differences []string `json:"differences"`
+				} `json:"rows"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(out), &doc), stderr)
+			require.NotEmpty(t, doc.Rows, stderr)
+			for _, r := range doc.Rows {
+				assert.Empty(t, r.Differences, r.Name)
+			}
+		})
+	}
+	assert.GreaterOrEqual(t, compared, 15)
+}

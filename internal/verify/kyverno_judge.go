@@ -1,0 +1,388 @@
+package verify
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/admitc/admitc/compiler/kyverno"
+	"github.com/admitc/admitc/ir"
+	"github.com/admitc/admitc/runtime"
+)
+
+// Rule outcomes as Kyverno reports them.
+const (
+	statusPass  = "pass"
+	statusFail  = "fail"
+	statusSkip  = "skip"
+	statusError = "error"
+)
+
+// ruleResponse is one rule response of Kyverno's engine for a resource.
+type ruleResponse struct {
+	policy *ir.Policy
+	status string
+	// message is the violation or the reason, for the report.
+	message string
+}
+
+// judge checks one expected result against every resource it names, one
+// Result per resource and rule response, as Kyverno's printTestResult.
+func (s *kyvernoSuite) judge(ctx context.Context, base Result, res testResult) []Result {
+	name := res.Policy[strings.LastIndex(res.Policy, "/")+1:]
+	family, skipped := s.family(name, res.Rule)
+	var out []Result
+	for _, o := range s.selectResources(res.Resources) {
+		r := base
+		r.Case = describeResource(o)
+		if len(skipped) > 0 {
+			out = append(out, withOutcome(r, Unsupported, skippedReason(skipped)))
+			continue
+		}
+		if reason := paramsUnsupported(family); reason != "" {
+			out = append(out, withOutcome(r, Unsupported, reason))
+			continue
+		}
+		if len(family) == 0 {
+			r.Got = "policy " + name + " is not among the test's policies (or has no such rule)"
+			out = append(out, withOutcome(r, Failed, ""))
+			continue
+		}
+		out = append(out, s.judgeResource(ctx, r, res, family, o)...)
+	}
+	return out
+}
+
+// family is the IR policies a result names: the policy's rule (and its
+// autogen rules), every rule when none is named, or a ruleless policy and
+// its autogen twins; and what the compiler skipped of them.
+func (s *kyvernoSuite) family(name, rule string) ([]*ir.Policy, []ir.Skipped) {
+	selects := func(ref *ir.PolicyRef) bool {
+		if ref.Name != name {
+			return false
+		}
+		if rule == "" || ref.Kind == "ValidatingPolicy" || ref.Kind == "MutatingPolicy" {
+			return true
+		}
+		return ref.Rule == rule || ref.Rule == "autogen-"+rule || ref.Rule == "autogen-cronjob-"+rule
+	}
+	var out []*ir.Policy
+	for i := range s.set.Policies {
+		if p := &s.set.Policies[i]; p.From != nil && selects(p.From) {
+			out = append(out, p)
+		}
+	}
+	var skipped []ir.Skipped
+	for _, sk := range s.set.Skipped {
+		if selects(&sk.From) {
+			skipped = append(skipped, sk)
+		}
+	}
+	return out, skipped
+}
+
+// paramsUnsupported refuses to judge a ClusterPolicy rule with paramKind:
+// kyverno test v1.19 does not find the test's paramResources for a
+// validate.cel rule (every result is error: parameter object not found),
+// and admitc does not imitate that.
+func paramsUnsupported(family []*ir.Policy) string {
+	for _, p := range family {
+		if p.ParamKind != nil && p.From.Rule != "" {
+			return "a validate.cel rule with paramKind: kyverno test v1.19 does not load paramResources for it (it reports error, parameter object not found), so admitc cannot say what kyverno test would"
+		}
+	}
+	return ""
+}
+
+func skippedReason(skipped []ir.Skipped) string {
+	sk := skipped[0]
+	return fmt.Sprintf("%s:%d:%d: %s: %s", sk.Origin.File, sk.Origin.Line, sk.Origin.Column, sk.Feature, sk.Reason)
+}
+
+// selectResources are the resources a result names (name or
+// namespace/name, compared with the end of each resource's key); all of
+// them when it names none that exist, as Kyverno does.
+func (s *kyvernoSuite) selectResources(names []string) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, n := range names {
+		ns, name, qualified := strings.Cut(n, "/")
+		for _, o := range s.resources {
+			if qualified && o.GetNamespace() == ns && o.GetName() == name || !qualified && o.GetName() == n {
+				out = append(out, o)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return s.resources
+	}
+	return out
+}
+
+// judgeResource judges one resource against the result.
+func (s *kyvernoSuite) judgeResource(ctx context.Context, r Result, res testResult, family []*ir.Policy, o *unstructured.Unstructured) []Result {
+	rulePolicy := family[0].From.Rule != ""
+	op := s.operation(res, family[0].From.Name, o, rulePolicy)
+	run, err := s.run(ctx, o, op)
+	if err != nil {
+		return []Result{withOutcome(r, Error, err.Error())}
+	}
+	responses, present := s.responses(run, family)
+	if !present {
+		r.Got = "no response: the policy does not match " + describeResource(o) + " (Kyverno reports it as not found)"
+		return []Result{withOutcome(r, Failed, "")}
+	}
+	var out []Result
+	for _, rr := range responses {
+		row := r
+		if res.Rule == "" || rulePolicy {
+			row.Test = strings.TrimSuffix(r.Test, "/"+res.Rule) + ruleSuffix(rr.policy)
+		}
+		actual := o
+		if rr.policy.Kind == ir.Mutating && run.mutated != nil {
+			actual = run.mutated.Object
+		}
+		if res.PatchedResources != "" {
+			diff, missing, err := s.comparePatched(actual, res.PatchedResources)
+			switch {
+			case missing && !res.FailOnMissingResources:
+				continue
+			case err != nil:
+				out = append(out, withOutcome(row, Error, err.Error()))
+				continue
+			case diff != "":
+				row.Got = "patched resource differs from " + res.PatchedResources + ": " + diff
+				out = append(out, withOutcome(row, Failed, ""))
+				continue
+			}
+		}
+		row.Got = rr.status
+		if rr.message != "" {
+			row.Got += ": " + rr.message
+		}
+		if rr.status == res.Result {
+			out = append(out, withOutcome(row, Passed, ""))
+		} else {
+			out = append(out, withOutcome(row, Failed, ""))
+		}
+	}
+	if len(out) == 0 && len(responses) == 0 {
+		r.Got = "excluded (the rule does not match the resource; Kyverno counts it as passed)"
+		out = append(out, withOutcome(r, Passed, ""))
+	}
+	return out
+}
+
+func ruleSuffix(p *ir.Policy) string {
+	if p.From.Rule == "" {
+		return ""
+	}
+	return "/" + p.From.Rule
+}
+
+// responses are the rule responses of the family for the run, and whether
+// Kyverno would have a response of the policy at all (a rule policy
+// always has one; a ValidatingPolicy or MutatingPolicy whose simple
+// matchConstraints do not match has none).
+func (s *kyvernoSuite) responses(run *evaluationRun, family []*ir.Policy) ([]ruleResponse, bool) {
+	var out []ruleResponse
+	present := family[0].From.Rule != ""
+	for _, p := range family {
+		rr, matched := s.response(run, p)
+		if matched {
+			out = append(out, rr)
+			present = true
+		} else if !simpleConstraints(p.MatchConstraints) {
+			present = true
+		}
+	}
+	return out, present
+}
+
+// response is one IR policy's rule response; matched is false when
+// Kyverno's engine would give none.
+func (s *kyvernoSuite) response(run *evaluationRun, p *ir.Policy) (ruleResponse, bool) {
+	result := run.validated
+	switch {
+	case p.Kind == ir.Mutating:
+		result = run.mutated
+	case p.From.Rule == "":
+		result = run.mutatedValidated
+	}
+	if result == nil {
+		return ruleResponse{}, false
+	}
+	outcome, detail := lastTrace(result, p.Name)
+	rr := ruleResponse{policy: p}
+	switch outcome {
+	case "", runtime.NotMatched:
+		return rr, false
+	case runtime.SkippedByConditions:
+		if p.From.Rule != "" && !s.probeMatched(run, p) {
+			return rr, false
+		}
+		rr.status, rr.message = statusSkip, "celPreconditions or matchConditions not met"
+	case runtime.Passed, runtime.NoParams, runtime.Mutated, runtime.Unchanged:
+		rr.status = statusPass
+	case runtime.Failed:
+		rr.status, rr.message = statusError, detail
+	case runtime.Violated:
+		rr.status, rr.message = violationStatus(result, p)
+	default:
+		rr.status, rr.message = statusError, string(outcome)+": "+detail
+	}
+	return rr, true
+}
+
+// violationStatus is fail, or error when the first violation (in the
+// order of validations) is an evaluation error of a ruleless policy, a
+// mutation's failure, or a missing parameter object.
+func violationStatus(result *runtime.Result, p *ir.Policy) (string, string) {
+	for _, v := range result.Violations {
+		if v.Policy != p.Name {
+			continue
+		}
+		configError := strings.HasPrefix(v.Message, "failed to configure")
+		if v.Error && (p.From.Rule == "" || configError || p.Kind == ir.Mutating) {
+			return statusError, v.Message
+		}
+		return statusFail, v.Message
+	}
+	return statusFail, ""
+}
+
+func (s *kyvernoSuite) probeMatched(run *evaluationRun, p *ir.Policy) bool {
+	if run.probed == nil || len(p.MatchConditions) == 0 || p.MatchConditions[0].Name != kyverno.MatchConditionName {
+		return true
+	}
+	outcome, _ := lastTrace(run.probed, p.Name)
+	return outcome == runtime.Passed
+}
+
+func lastTrace(r *runtime.Result, policy string) (runtime.Outcome, string) {
+	var o runtime.Outcome
+	var d string
+	for _, t := range r.Trace {
+		if t.Policy == policy {
+			o, d = t.Outcome, t.Detail
+		}
+	}
+	return o, d
+}
+
+// simpleConstraints is Kyverno's (misnamed) hasSelector: one resource rule
+// without names, no selectors and no exclusions. A ValidatingPolicy whose
+// constraints are simple and do not match gives no response at all.
+func simpleConstraints(m *ir.MatchResources) bool {
+	if m == nil {
+		return false
+	}
+	if s := m.NamespaceSelector; s != nil && (len(s.MatchLabels) > 0 || len(s.MatchExpressions) > 0) {
+		return false
+	}
+	if s := m.ObjectSelector; s != nil && (len(s.MatchLabels) > 0 || len(s.MatchExpressions) > 0) {
+		return false
+	}
+	return len(m.ExcludeResourceRules) == 0 && len(m.ResourceRules) == 1 && len(m.ResourceRules[0].ResourceNames) == 0
+}
+
+// comparePatched compares actual with the resource of the same apiVersion,
+// kind, namespace and name in file, after dropping nulls and empty maps
+// and lists (Kyverno's Tidy); missing says the file has no such resource.
+func (s *kyvernoSuite) comparePatched(actual *unstructured.Unstructured, file string) (diff string, missing bool, err error) {
+	objs, err := s.objects([]string{file}, "patchedResources")
+	if err != nil {
+		return "", false, err
+	}
+	for _, e := range objs {
+		if e.GetAPIVersion() == actual.GetAPIVersion() && e.GetKind() == actual.GetKind() && e.GetNamespace() == actual.GetNamespace() && e.GetName() == actual.GetName() {
+			a, x := normalize(tidy(actual.Object)), normalize(tidy(e.Object))
+			if reflect.DeepEqual(a, x) {
+				return "", false, nil
+			}
+			return describeDiff(a, x, ""), false, nil
+		}
+	}
+	return "", true, fmt.Errorf("resource with name %s not found in %s", actual.GetName(), file)
+}
+
+// tidy drops nulls and empty maps and lists, recursively.
+func tidy(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, e := range x {
+			if e = tidy(e); e != nil {
+				out[k] = e
+			}
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		return out
+	case []any:
+		var out []any
+		for _, e := range x {
+			if e = tidy(e); e != nil {
+				out = append(out, e)
+			}
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		return out
+	}
+	return v
+}
+
+// normalize gives JSON's types (numbers as float64), so int64 and float64
+// compare as Kyverno's JSON merge patch compares them.
+func normalize(v any) any {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	var out any
+	if json.Unmarshal(data, &out) != nil {
+		return v
+	}
+	return out
+}
+
+// describeDiff names the first path where actual and expected differ.
+func describeDiff(a, e any, path string) string {
+	am, aok := a.(map[string]any)
+	em, eok := e.(map[string]any)
+	if aok && eok {
+		for k, ev := range em {
+			av, ok := am[k]
+			if !ok {
+				return fmt.Sprintf("%s.%s: expected %s, got nothing", path, k, compact(ev))
+			}
+			if !reflect.DeepEqual(av, ev) {
+				return describeDiff(av, ev, path+"."+k)
+			}
+		}
+		for k, av := range am {
+			if _, ok := em[k]; !ok {
+				return fmt.Sprintf("%s.%s: not expected, got %s", path, k, compact(av))
+			}
+		}
+	}
+	if path == "" {
+		path = "."
+	}
+	return fmt.Sprintf("%s: expected %s, got %s", path, compact(e), compact(a))
+}
+
+func compact(v any) string {
+	data, _ := json.Marshal(v)
+	s := string(data)
+	if len(s) > 120 {
+		s = s[:117] + "..."
+	}
+	return s
+}

@@ -1,0 +1,348 @@
+package verify
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"sigs.k8s.io/yaml"
+
+	"github.com/admitc/admitc/compiler"
+	"github.com/admitc/admitc/compiler/kyverno"
+	"github.com/admitc/admitc/ir"
+	"github.com/admitc/admitc/runtime"
+)
+
+// kyvernoSuite is a loaded Kyverno test: its policies compiled (keeping
+// going past what admitc cannot run), its resources, values and user.
+type kyvernoSuite struct {
+	dir    string
+	set    *ir.PolicySet
+	engine *runtime.Engine
+	// probe judges only the generated kyverno-match conditions, to tell a
+	// rule that does not match from one its celPreconditions skip.
+	probe     *runtime.Engine
+	mutating  bool
+	resources []*unstructured.Unstructured
+	params    []*unstructured.Unstructured
+	values    *valuesSpec
+	user      user.Info
+	// runs caches each resource's evaluation per operation.
+	runs map[string]*evaluationRun
+}
+
+// loadSuite reads everything a test names, relative to dir.
+func loadSuite(dir string, t *kyvernoTest) (*kyvernoSuite, error) {
+	s := &kyvernoSuite{dir: dir, values: t.Values, user: &user.DefaultInfo{}, runs: map[string]*evaluationRun{}}
+	if len(t.Policies) == 0 {
+		return nil, fmt.Errorf("malformed Kyverno test: no policies")
+	}
+	if err := s.compile(t.Policies); err != nil {
+		return nil, err
+	}
+	var err error
+	if s.resources, err = s.objects(t.Resources, "resources"); err != nil {
+		return nil, err
+	}
+	if s.params, err = s.objects(t.ParamResources, "paramResources"); err != nil {
+		return nil, err
+	}
+	if t.Variables != "" {
+		var v valuesFile
+		if err := s.readYAML(t.Variables, &v); err != nil {
+			return nil, fmt.Errorf("variables: %w", err)
+		}
+		s.values = &v.valuesSpec
+	}
+	if t.UserInfo != "" {
+		var u userInfoFile
+		if err := s.readYAML(t.UserInfo, &u); err != nil {
+			return nil, fmt.Errorf("userinfo: %w", err)
+		}
+		s.user = &user.DefaultInfo{Name: u.UserInfo.Username, UID: u.UserInfo.UID, Groups: u.UserInfo.Groups}
+	}
+	if key := s.injectedValue(); key != "" {
+		return nil, fmt.Errorf("values set %s: admitc verify does not inject JMESPath values into the object", key)
+	}
+	return s, nil
+}
+
+func (s *kyvernoSuite) path(p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(s.dir, p)
+}
+
+func (s *kyvernoSuite) readYAML(p string, out any) error {
+	data, err := os.ReadFile(s.path(p))
+	if err != nil {
+		return err
+	}
+	return yaml.UnmarshalStrict(data, out)
+}
+
+// compile compiles the test's policies, keeping going past the rules
+// admitc cannot evaluate (their results are unsupported), and builds the
+// engines. Errors are judged as a test runner must: every CEL error fails
+// every run, as a ValidatingPolicy that does not compile fails Kyverno's.
+func (s *kyvernoSuite) compile(policies []string) error {
+	var paths []string
+	for _, p := range policies {
+		paths = append(paths, s.path(p))
+	}
+	sources, err := compiler.ReadSources(paths)
+	if err != nil {
+		return err
+	}
+	set, diags := compiler.Compile(sources, compiler.Options{KeepGoing: true})
+	if len(diags) > 0 {
+		return fmt.Errorf("policies do not compile: %s", diags.Error())
+	}
+	for i := range set.Policies {
+		p := &set.Policies[i]
+		if p.Type == kyverno.Type && p.From != nil && p.From.Rule == "" {
+			// Kyverno reports a ValidatingPolicy's first error in order,
+			// whatever its failurePolicy.
+			p.FailurePolicy = ir.Fail
+		}
+		s.mutating = s.mutating || p.Kind == ir.Mutating
+	}
+	s.set = set
+	if s.engine, err = runtime.NewEngine(set); err != nil {
+		return err
+	}
+	if probe := probeSet(set); len(probe.Policies) > 0 {
+		if s.probe, err = runtime.NewEngine(probe); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// probeSet holds, for each rule with a generated kyverno-match condition,
+// a policy that has only that condition and always passes.
+func probeSet(set *ir.PolicySet) *ir.PolicySet {
+	out := &ir.PolicySet{Version: set.Version}
+	for _, p := range set.Policies {
+		if len(p.MatchConditions) == 0 || p.MatchConditions[0].Name != kyverno.MatchConditionName || p.From == nil || p.From.Rule == "" {
+			continue
+		}
+		q := p
+		q.MatchConditions = p.MatchConditions[:1]
+		q.Variables, q.AuditAnnotations, q.ParamKind = nil, nil, nil
+		q.Validations = []ir.Validation{{Expression: "true", Origin: p.Origin}}
+		q.Bindings = []ir.Binding{{Name: p.Bindings[0].Name, Origin: p.Origin, Actions: p.Bindings[0].Actions}}
+		out.Policies = append(out.Policies, q)
+	}
+	return out
+}
+
+// objects reads the objects of files, each namespaced one without a
+// namespace put in default, as Kyverno's CLI loads them.
+func (s *kyvernoSuite) objects(files []string, what string) ([]*unstructured.Unstructured, error) {
+	var paths []string
+	for _, f := range files {
+		paths = append(paths, s.path(f))
+	}
+	if len(paths) == 0 {
+		return nil, nil
+	}
+	ms, err := runtime.ReadManifests(paths)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	var out []*unstructured.Unstructured
+	seen := map[string]bool{}
+	for _, m := range ms {
+		o := m.Object
+		defaultNamespace(o)
+		if k := resourceKey(o); !seen[k] {
+			seen[k] = true
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
+
+// clusterScoped are the built-in kinds without a namespace.
+var clusterScoped = map[string]bool{
+	"Namespace": true, "Node": true, "PersistentVolume": true, "ClusterRole": true, "ClusterRoleBinding": true,
+	"StorageClass": true, "CustomResourceDefinition": true, "PriorityClass": true, "IngressClass": true, "RuntimeClass": true,
+	"ValidatingWebhookConfiguration": true, "MutatingWebhookConfiguration": true, "ValidatingAdmissionPolicy": true,
+	"ValidatingAdmissionPolicyBinding": true, "MutatingAdmissionPolicy": true, "MutatingAdmissionPolicyBinding": true,
+	"CSIDriver": true, "CSINode": true, "VolumeAttachment": true, "APIService": true, "ClusterPolicy": true,
+	"CertificateSigningRequest": true, "ClusterIssuer": true,
+}
+
+func defaultNamespace(o *unstructured.Unstructured) {
+	if o.GetNamespace() == "" && !clusterScoped[o.GetKind()] {
+		o.SetNamespace("default")
+	}
+}
+
+// resourceKey is Kyverno's generateResourceKey.
+func resourceKey(o *unstructured.Unstructured) string {
+	return o.GetAPIVersion() + "," + o.GetKind() + "," + o.GetNamespace() + "," + o.GetName()
+}
+
+// describeResource is how Kyverno prints a resource: kind/namespace/name.
+func describeResource(o *unstructured.Unstructured) string {
+	if o.GetNamespace() == "" {
+		return o.GetKind() + "/" + o.GetName()
+	}
+	return o.GetKind() + "/" + o.GetNamespace() + "/" + o.GetName()
+}
+
+// injectedValue names a values key that would rewrite the object in
+// Kyverno's JSON context, which admitc does not do.
+func (s *kyvernoSuite) injectedValue() string {
+	if s.values == nil {
+		return ""
+	}
+	check := func(vals map[string]any) string {
+		for k := range vals {
+			if strings.HasPrefix(k, "request.object") || strings.HasPrefix(k, "request.oldObject") {
+				return k
+			}
+		}
+		return ""
+	}
+	if k := check(s.values.GlobalValues); k != "" {
+		return k
+	}
+	for _, p := range s.values.Policies {
+		for _, r := range p.Resources {
+			if k := check(r.Values); k != "" {
+				return k
+			}
+		}
+	}
+	return ""
+}
+
+// operation is the admission operation a resource is judged under for a
+// policy: the result's own, else the values file's for that policy and
+// resource (rule policies only), else its global one, else CREATE.
+func (s *kyvernoSuite) operation(res testResult, policy string, o *unstructured.Unstructured, rulePolicy bool) ir.Operation {
+	if res.Operation != "" {
+		return ir.Operation(res.Operation)
+	}
+	op := ir.Create
+	if s.values == nil {
+		return op
+	}
+	if v, ok := s.values.GlobalValues["request.operation"].(string); ok && v != "" && v != "CONNECT" {
+		op = ir.Operation(v)
+	}
+	if !rulePolicy {
+		return op
+	}
+	for _, p := range s.values.Policies {
+		if p.Name != policy {
+			continue
+		}
+		for _, r := range p.Resources {
+			if v, ok := r.Values["request.operation"].(string); ok && r.Name == o.GetName() && v != "" {
+				op = ir.Operation(v)
+			}
+		}
+	}
+	return op
+}
+
+// request is the admission request Kyverno's CLI simulates for o: UPDATE
+// sends the object as both object and oldObject, DELETE only as oldObject;
+// a kind the values file names as a subresource is sent as its parent's.
+func (s *kyvernoSuite) request(o *unstructured.Unstructured, op ir.Operation) *runtime.Request {
+	gvk := o.GroupVersionKind()
+	req := &runtime.Request{
+		UID: "admitc-verify", Kind: gvk, Resource: runtime.ResourceFor(gvk), Operation: op,
+		Namespace: o.GetNamespace(), Name: o.GetName(), Object: o, User: s.user, Params: s.params,
+		NamespaceLabels: s.namespaceLabels(o.GetNamespace()), Explain: true,
+	}
+	switch op {
+	case ir.Update:
+		req.OldObject = o.DeepCopy()
+	case ir.Delete:
+		req.Object, req.OldObject = nil, o
+	}
+	if s.values != nil {
+		for _, sr := range s.values.Subresources {
+			sub, parent := sr.Subresource, sr.ParentResource
+			if (schema.GroupVersionKind{Group: sub.Group, Version: sub.Version, Kind: sub.Kind}) != gvk {
+				continue
+			}
+			req.Kind = schema.GroupVersionKind{Group: parent.Group, Version: parent.Version, Kind: parent.Kind}
+			req.Resource = schema.GroupVersionResource{Group: parent.Group, Version: parent.Version, Resource: parent.Name}
+			if _, name, ok := strings.Cut(sub.Name, "/"); ok {
+				req.SubResource = name
+			}
+		}
+	}
+	return req
+}
+
+// namespaceLabels are the labels the values file gives a namespace
+// (namespaces take precedence over namespaceSelector entries).
+func (s *kyvernoSuite) namespaceLabels(ns string) map[string]string {
+	if s.values == nil || ns == "" {
+		return nil
+	}
+	var out map[string]string
+	for _, n := range s.values.NamespaceSelectors {
+		if n.Name == ns {
+			out = n.Labels
+		}
+	}
+	for _, n := range s.values.Namespaces {
+		if n.Name == ns {
+			out = n.Labels
+		}
+	}
+	return out
+}
+
+// evaluationRun is what the engine did with one resource under one
+// operation: the validations of rule policies on the object as given, of
+// ValidatingPolicies on the object after MutatingPolicies (Kyverno's CLI
+// order), the mutations, and the probe.
+type evaluationRun struct {
+	validated, mutatedValidated, mutated, probed *runtime.Result
+}
+
+func (s *kyvernoSuite) run(ctx context.Context, o *unstructured.Unstructured, op ir.Operation) (*evaluationRun, error) {
+	key := string(op) + "|" + resourceKey(o)
+	if r, ok := s.runs[key]; ok {
+		return r, nil
+	}
+	req := s.request(o, op)
+	r := &evaluationRun{}
+	var err error
+	if r.validated, err = s.engine.Validate(ctx, req); err != nil {
+		return nil, err
+	}
+	r.mutatedValidated = r.validated
+	if s.mutating {
+		if r.mutated, err = s.engine.Mutate(ctx, req); err != nil {
+			return nil, err
+		}
+		mreq := *req
+		mreq.Object = r.mutated.Object
+		if r.mutatedValidated, err = s.engine.Validate(ctx, &mreq); err != nil {
+			return nil, err
+		}
+	}
+	if s.probe != nil {
+		if r.probed, err = s.probe.Validate(ctx, req); err != nil {
+			return nil, err
+		}
+	}
+	s.runs[key] = r
+	return r, nil
+}

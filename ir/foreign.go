@@ -1,0 +1,32 @@
+package ir
+
+// What the IR keeps of another engine's policy when one source policy
+// becomes several IR policies (a Kyverno ClusterPolicy is one IR policy per
+// rule, plus one per autogen rule), and what the compiler could not read.
+
+// PolicyRef names the policy, and rule, of another engine an imported IR
+// policy was read from, so test runners and translators can report in that
+// engine's names.
+type PolicyRef struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name"`
+	// Rule is the rule's name as the engine reports it (autogen-NAME for a
+	// generated rule); empty for kinds without rules.
+	Rule string `json:"rule,omitempty"`
+	// AutogenOf names the rule (or, for kinds without rules, the policy) a
+	// policy generated for pod controllers was generated from.
+	AutogenOf string `json:"autogenOf,omitempty"`
+}
+
+// Skipped is a policy or rule the compiler read but could not emit, because
+// it needs something admitc cannot evaluate (compile --keep-going).
+type Skipped struct {
+	Origin Origin    `json:"origin"`
+	From   PolicyRef `json:"from"`
+	// Feature names what admitc cannot evaluate (for example "context.apiCall").
+	Feature string `json:"feature"`
+	// Reason says why.
+	Reason string `json:"reason"`
+}
