@@ -96,3 +96,12 @@ func firstNotPass(outcomes []string) string {
 	}
 	return "([" + strings.Join(outcomes, ", ") + "].filter(r, r != 'pass') + ['pass'])[0]"
 }
+
+// ternary renders c ? a : b; CEL's grammar needs the middle operand in
+// parentheses when it is itself a conditional.
+func ternary(c, a, b string) string {
+	if strings.Contains(a, "?") {
+		a = "(" + a + ")"
+	}
+	return c + " ? " + a + " : " + b
+}

@@ -18,19 +18,28 @@ type stringExpr string
 func (s stringExpr) GetExpression() string    { return string(s) }
 func (s stringExpr) ReturnTypes() []*cel.Type { return []*cel.Type{cel.StringType} }
 
-// evalString compiles expr in admitc's CEL environment (the API server's,
-// for newly written expressions) and evaluates it with object bound.
-func evalString(t testing.TB, expr string, object any) (string, error) {
+// compileString compiles expr in admitc's CEL environment (the API
+// server's, for newly written expressions), with its cost limit, and
+// returns an evaluator binding object.
+func compileString(t testing.TB, expr string) func(object any) (string, error) {
 	t.Helper()
 	cc := celenv.NewCompiler(celenv.RuntimeVersion())
 	opts := plugincel.OptionalVariableDeclarations{HasAuthorizer: true}
 	res := cc.CompileCELExpression(stringExpr(expr), opts, environment.NewExpressions)
 	require.Nil(t, res.Error, "compile %s", expr)
-	out, _, err := res.Program.Eval(map[string]any{"object": object})
-	if err != nil {
-		return "", err
+	return func(object any) (string, error) {
+		out, _, err := res.Program.Eval(map[string]any{"object": object})
+		if err != nil {
+			return "", err
+		}
+		return out.Value().(string), nil
 	}
-	return out.Value().(string), nil
+}
+
+// evalString compiles expr and evaluates it with object bound.
+func evalString(t testing.TB, expr string, object any) (string, error) {
+	t.Helper()
+	return compileString(t, expr)(object)
 }
 
 // decode reads YAML or JSON as sigs.k8s.io/yaml does, with integers as

@@ -16,6 +16,10 @@ const (
 	// Skip: a conditional or global anchor was not satisfied; admission
 	// proceeds without a violation.
 	Skip = "skip"
+	// EngineError: Kyverno's engine reports an error instead of a failure (a
+	// conditional or existence anchor key was looked for and never found
+	// before the failure); the failurePolicy decides.
+	EngineError = "error"
 )
 
 // Expr is a translated pattern or anyPattern.
@@ -84,13 +88,15 @@ func translate(p any, root string, fp *field.Path) (Expr, error) {
 	if err := checkVariables(p, fp); err != nil {
 		return Expr{}, err
 	}
-	t := &translator{}
+	t := &translator{tracked: trackedKeys(p)}
+	if len(t.tracked) > 26 {
+		return Expr{}, errorf(fp, "more than 26 distinct conditional and existence anchor keys")
+	}
 	out, err := t.element(p, root, rootPath(), fp, context{})
 	if err != nil {
 		return Expr{}, err
 	}
-	norm := "r.startsWith('skip') ? 'skip' : r.startsWith('" + wordNegation + " ') ? 'fail ' + r.substring(" + strconv.Itoa(len(wordNegation)+1) + ") : r"
-	return Expr{Result: bind("r", out, norm)}, nil
+	return Expr{Result: t.finish(out)}, nil
 }
 
 // TranslateAny turns a validate.anyPattern into CEL over root: pass if one
@@ -111,7 +117,7 @@ func TranslateAny(ps []any, root string) (Expr, error) {
 	for i := range ps {
 		idx = append(idx, strconv.Itoa(i))
 	}
-	failed := "[" + strings.Join(idx, ", ") + "].filter(i, rs[i].startsWith('fail')).map(i, '[' + string(i) + ']' + rs[i].substring(5)).join('\\n')"
+	failed := "[" + strings.Join(idx, ", ") + "].filter(i, rs[i].startsWith('fail') || rs[i].startsWith('error')).map(i, '[' + string(i) + ']' + rs[i].substring(rs[i].indexOf(' ') + 1)).join('\\n')"
 	body := "rs.exists(r, r == 'pass') ? 'pass' : rs.all(r, r == 'skip') ? 'skip' : 'fail ' + " + failed
 	return Expr{Result: bind("rs", "["+strings.Join(rs, ", ")+"]", body), Any: true}, nil
 }

@@ -180,12 +180,13 @@ var celOp = map[operator]string{opEqual: "==", opNotEqual: "!=", opMore: ">", op
 // else as strings with wildcards (== and != only). A missing value counts
 // as "0" for durations and quantities.
 func comparison(p string, op operator, fp *field.Path) (predicate, error) {
-	str, err := stringComparison(p, op, fp)
+	_, qerr := resource.ParseQuantity(p)
+	str, err := stringComparison(p, op, qerr == nil, fp)
 	if err != nil {
 		return nil, err
 	}
 	out := str
-	if _, err := resource.ParseQuantity(p); err == nil {
+	if qerr == nil {
 		next, lit := out, quote(p)
 		out = func(v string) string {
 			isQ := "(" + v + " == null || type(" + v + ") == int || type(" + v + ") == double || type(" + v + ") == string && isQuantity(" + v + "))"
@@ -210,14 +211,19 @@ const durationRegex = `^[-+]?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s
 
 // stringComparison is compareString: for == and != the value, if a string,
 // int or bool (a float is written %E), matches the pattern with wildcards;
-// other operators, and other values, never match.
-func stringComparison(p string, op operator, fp *field.Path) (predicate, error) {
+// other operators, and other values, never match. quantity says the pattern
+// is a quantity.
+func stringComparison(p string, op operator, quantity bool, fp *field.Path) (predicate, error) {
 	if op != opEqual && op != opNotEqual {
 		return func(string) string { return "false" }, nil
 	}
-	double, err := matchesFloatText(p, fp)
-	if err != nil {
-		return nil, err
+	// A float is a quantity: with a quantity pattern it never gets here.
+	double := false
+	if !quantity {
+		var err error
+		if double, err = matchesFloatText(p, fp); err != nil {
+			return nil, err
+		}
 	}
 	neg := ""
 	if op == opNotEqual {

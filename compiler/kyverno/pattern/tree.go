@@ -28,6 +28,9 @@ const (
 type translator struct {
 	vars      int
 	listDepth int
+	// tracked numbers the conditional and existence anchor keys whose
+	// observations outcomes carry (outcome.go); nil when there are none.
+	tracked map[string]int
 }
 
 func (t *translator) fresh() string {
@@ -93,7 +96,7 @@ func (t *translator) scalarElement(p any, v string, path kpath, fp *field.Path) 
 		return "(type(" + x + ") == list ? " + x + ".all(" + e + ", " + pred(e) + ") : " + pred(x) + ")"
 	}
 	out := test("\x00")
-	body := func(x string) string { return test(x) + " ? 'pass' : " + path.result("fail") }
+	body := func(x string) string { return test(x) + " ? " + t.word("pass") + " : " + t.at(path, "fail") }
 	if strings.Count(out, "\x00") == 1 || isIdent(v) {
 		return body(v), nil
 	}
@@ -103,24 +106,24 @@ func (t *translator) scalarElement(p any, v string, path kpath, fp *field.Path) 
 
 // listPattern is validateArray: a list of maps checks every element against
 // the first pattern map (an element that skips is ignored, all skipping
-// skips); a list of scalars checks every element against the first scalar.
+// skips; the first failing element ends it); a list of scalars checks every
+// element against the first scalar.
 func (t *translator) listPattern(p []any, v string, path kpath, fp *field.Path) (string, error) {
-	notList := path.result("fail")
+	notList := t.at(path, "fail")
 	if len(p) == 0 {
 		return notList, nil
 	}
 	var body string
 	switch first := p[0].(type) {
 	case map[string]any:
-		i, e, os := t.fresh(), t.fresh(), t.fresh()
+		i, e := t.fresh(), t.fresh()
 		t.listDepth++
 		elem, err := t.mapPattern(first, e, path.index(i), fp.Index(0), context{})
 		t.listDepth--
 		if err != nil {
 			return "", err
 		}
-		outs := v + ".transformList(" + i + ", " + e + ", " + elem + ")"
-		body = bind(os, outs, "("+os+".filter(o, o.startsWith('fail')) + ["+os+".size() > 0 && "+os+".all(o, o.startsWith('skip')) ? 'skip' : 'pass'])[0]")
+		body = t.listOutcome(v + ".transformList(" + i + ", " + e + ", " + elem + ")")
 	case string, float64, int, int64, bool, nil:
 		s, err := t.scalarElement(first, v, path, fp.Index(0))
 		if err != nil {
@@ -132,7 +135,21 @@ func (t *translator) listPattern(p []any, v string, path kpath, fp *field.Path) 
 	default:
 		return "", errorf(fp.Index(0), "unsupported pattern value of type %T", first)
 	}
-	return "type(" + v + ") == list ? " + body + " : " + notList, nil
+	return ternary("type("+v+") == list", body, notList), nil
+}
+
+// listOutcome is validateArrayOfMaps over the elements' outcomes: the first
+// failure, else 'skip' when there are elements and all skipped, else 'pass'.
+func (t *translator) listOutcome(outs string) string {
+	os := t.fresh()
+	rest := "[" + os + ".size() > 0 && " + os + ".all(o, o.startsWith('skip')) ? " + t.word("skip") + " : " + t.word("pass") + "]"
+	if t.tracked == nil {
+		return bind(os, outs, "("+os+".filter(o, o.startsWith('fail')) + "+rest+")[0]")
+	}
+	k := t.fresh()
+	before := os + ".transformList(i, o, i < " + k + " ? " + t.obsOf("o") + " : '').join('')"
+	body := k + " < 0 ? " + plus(rest+"[0]", t.obsAll(os)) + " : " + os + "[" + k + "] + " + before
+	return bind(os, outs, bind(k, os+".map(o, o.startsWith('fail')).indexOf(true)", body))
 }
 
 // errorf builds an *Error at fp.
