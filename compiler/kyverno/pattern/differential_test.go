@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -123,7 +124,13 @@ func matchPattern(resource, pattern any) (string, string) {
 // every fixture resource and on generated variants of each.
 func TestDifferentialAgainstKyverno(t *testing.T) {
 	rules, resources := loadFixtures(t)
-	const perResource = 60
+	perResource, seed := 60, int64(1000)
+	if n, err := strconv.Atoi(os.Getenv("PATTERN_VARIANTS")); err == nil {
+		perResource = n
+	}
+	if n, err := strconv.ParseInt(os.Getenv("PATTERN_SEED"), 10, 64); err == nil {
+		seed = n
+	}
 	compared, disagreements, paths := 0, 0, 0
 	outcomes := map[string]int{}
 	for ri, r := range rules {
@@ -139,7 +146,7 @@ func TestDifferentialAgainstKyverno(t *testing.T) {
 		}
 		require.NoError(t, err, r.name)
 		eval := compileString(t, e.Result)
-		gen := newVariantGen(int64(1000+ri), patterns...)
+		gen := newVariantGen(seed+int64(ri), patterns...)
 		for _, base := range resources {
 			for _, res := range append([]any{base}, gen.variants(base, perResource)...) {
 				compared++

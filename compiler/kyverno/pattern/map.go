@@ -37,7 +37,7 @@ func (t *translator) mapPattern(p map[string]any, x string, path kpath, fp *fiel
 		plain = append(plain, out)
 	}
 	body := t.anchorPhase(others, conds, t.plainPhase(plain))
-	return ternary("type("+x+") == map", plus(body, t.ownObservations(p, x)), t.at(path, "fail")), nil
+	return ternary("type("+x+") == map", plus(body, t.ownObservations(p, x, c)), t.at(path, "fail")), nil
 }
 
 // anchorPhase evaluates the conditional anchors' outcomes conds and folds

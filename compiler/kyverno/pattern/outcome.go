@@ -92,8 +92,10 @@ func plus(out string, obs ...string) string {
 }
 
 // ownObservations is what CheckAnchorInResource records for the map x
-// against pattern map p.
-func (t *translator) ownObservations(p map[string]any, x string) string {
+// against pattern map p. In a labels or annotations map Kyverno has
+// already replaced a wildcard key by a matching resource key, which is
+// present by construction; only an unmatched key is looked up literally.
+func (t *translator) ownObservations(p map[string]any, x string, c context) string {
 	if t.tracked == nil {
 		return ""
 	}
@@ -108,7 +110,13 @@ func (t *translator) ownObservations(p map[string]any, x string) string {
 	for _, raw := range raws {
 		i := t.tracked[raw]
 		lower, upper := string(rune('a'+i)), string(rune('A'+i))
-		parts = append(parts, "("+quote(parseKey(raw).key)+" in "+x+" ? '"+upper+"' : '"+lower+"')")
+		key := parseKey(raw).key
+		lookup := "(" + quote(key) + " in " + x + " ? '" + upper + "' : '" + lower + "')"
+		if c.expandKeys && strings.ContainsAny(key, "*?") {
+			y := t.fresh()
+			lookup = "(" + x + ".exists(" + y + ", type(" + x + "[" + y + "]) == string && " + wildcardMatch(key, y) + ") ? '' : " + lookup + ")"
+		}
+		parts = append(parts, lookup)
 	}
 	return strings.Join(parts, " + ")
 }
