@@ -36,6 +36,18 @@ func compileString(t testing.TB, expr string) func(object any) (string, error) {
 	}
 }
 
+// evalCost evaluates expr with object bound and returns its runtime cost.
+func evalCost(t testing.TB, expr string, object any) uint64 {
+	t.Helper()
+	cc := celenv.NewCompiler(celenv.RuntimeVersion())
+	res := cc.CompileCELExpression(stringExpr(expr), plugincel.OptionalVariableDeclarations{HasAuthorizer: true}, environment.NewExpressions)
+	require.Nil(t, res.Error)
+	_, det, err := res.Program.Eval(map[string]any{"object": object})
+	require.NoError(t, err)
+	require.NotNil(t, det.ActualCost())
+	return *det.ActualCost()
+}
+
 // evalString compiles expr and evaluates it with object bound.
 func evalString(t testing.TB, expr string, object any) (string, error) {
 	t.Helper()
