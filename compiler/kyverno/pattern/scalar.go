@@ -1,0 +1,275 @@
+package pattern
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// predicate renders a CEL boolean over the value named by its argument.
+type predicate func(v string) string
+
+// scalarPredicate is pattern.Validate for a scalar pattern.
+func scalarPredicate(p any, fp *field.Path) (predicate, error) {
+	switch pt := p.(type) {
+	case bool:
+		return func(v string) string { return v + " == " + strconv.FormatBool(pt) }, nil
+	case nil:
+		return func(v string) string {
+			return "(" + v + " == null || " + v + " == 0 || " + v + " == '' || " + v + " == false)"
+		}, nil
+	case int:
+		return intPredicate(int64(pt)), nil
+	case int64:
+		return intPredicate(pt), nil
+	case float64:
+		return floatPredicate(pt), nil
+	case string:
+		return stringPredicate(pt, fp)
+	}
+	return nil, errorf(fp, "unsupported pattern value of type %T", p)
+}
+
+// intPredicate is validateIntPattern: an int equal to n, a float without
+// fraction equal to n, or a string that strconv.ParseInt reads as n.
+func intPredicate(n int64) predicate {
+	digits := strconv.FormatInt(n, 10)
+	var re string
+	switch {
+	case n == 0:
+		re = `^[+-]?0+$`
+	case n < 0:
+		re = `^-0*` + digits[1:] + `$`
+	default:
+		re = `^\+?0*` + digits + `$`
+	}
+	return func(v string) string {
+		return "(" + v + " == " + digits + " || type(" + v + ") == string && " + v + ".matches(" + quote(re) + "))"
+	}
+}
+
+// floatRegex accepts the decimal strings strconv.ParseFloat reads without
+// overflow: at most 200 integer digits and a two-digit exponent.
+const floatRegex = `^[+-]?([0-9]{1,200}(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]{1,2})?$`
+
+// floatPredicate is validateFloatPattern: a number equal to f (an int only
+// when f has no fraction), or a string strconv.ParseFloat reads as f.
+func floatPredicate(f float64) predicate {
+	lit := doubleLiteral(f)
+	return func(v string) string {
+		return "(" + v + " == " + lit + " || type(" + v + ") == string && " + v + ".matches(" + quote(floatRegex) + ") && double(" + v + ") == " + lit + ")"
+	}
+}
+
+func doubleLiteral(f float64) string {
+	s := strconv.FormatFloat(f, 'g', -1, 64)
+	if !strings.ContainsAny(s, ".eEn") {
+		s += ".0"
+	}
+	return s
+}
+
+// stringPredicate is validateStringPatterns: the value equals the pattern,
+// or one of the '|' alternatives has all its '&' conditions true.
+func stringPredicate(p string, fp *field.Path) (predicate, error) {
+	var alts [][]predicate
+	single := false
+	for _, alt := range strings.Split(p, "|") {
+		var conds []predicate
+		for _, cond := range strings.Split(strings.Trim(alt, " "), "&") {
+			cond = strings.Trim(cond, " ")
+			pr, err := conditionPredicate(cond, fp)
+			if err != nil {
+				return nil, err
+			}
+			conds = append(conds, pr)
+			single = cond == p && operatorOf(cond) == opEqual
+		}
+		alts = append(alts, conds)
+	}
+	single = single && len(alts) == 1 && len(alts[0]) == 1
+	return func(v string) string {
+		var ors []string
+		if !single {
+			ors = append(ors, v+" == "+quote(p))
+		}
+		for _, conds := range alts {
+			var ands []string
+			for _, c := range conds {
+				ands = append(ands, c(v))
+			}
+			ors = append(ors, strings.Join(ands, " && "))
+		}
+		if len(ors) == 1 {
+			return ors[0]
+		}
+		return "(" + strings.Join(ors, " || ") + ")"
+	}, nil
+}
+
+type operator string
+
+const (
+	opEqual      operator = ""
+	opMoreEqual  operator = ">="
+	opLessEqual  operator = "<="
+	opNotEqual   operator = "!"
+	opMore       operator = ">"
+	opLess       operator = "<"
+	opInRange    operator = "-"
+	opNotInRange operator = "!-"
+)
+
+var (
+	inRangeRegex    = regexp.MustCompile(`^([-|\+]?\d+(?:\.\d+)?[A-Za-z]*)-([-|\+]?\d+(?:\.\d+)?[A-Za-z]*)$`)
+	notInRangeRegex = regexp.MustCompile(`^([-|\+]?\d+(?:\.\d+)?[A-Za-z]*)!-([-|\+]?\d+(?:\.\d+)?[A-Za-z]*)$`)
+)
+
+// operatorOf is operator.GetOperatorFromStringPattern.
+func operatorOf(p string) operator {
+	if len(p) < 2 {
+		return opEqual
+	}
+	for _, op := range []operator{opMoreEqual, opLessEqual, opMore, opLess, opNotEqual} {
+		if strings.HasPrefix(p, string(op)) {
+			return op
+		}
+	}
+	if notInRangeRegex.MatchString(p) {
+		return opNotInRange
+	}
+	if inRangeRegex.MatchString(p) {
+		return opInRange
+	}
+	return opEqual
+}
+
+// conditionPredicate is validateStringPattern: ranges become two
+// comparisons, other operators compare the rest of the condition.
+func conditionPredicate(p string, fp *field.Path) (predicate, error) {
+	switch op := operatorOf(p); op {
+	case opInRange, opNotInRange:
+		re, joiner, lo, hi := inRangeRegex, " && ", ">= ", "<= "
+		if op == opNotInRange {
+			re, joiner, lo, hi = notInRangeRegex, " || ", "< ", "> "
+		}
+		m := re.FindStringSubmatch(p)
+		left, err := conditionPredicate(lo+m[1], fp)
+		if err != nil {
+			return nil, err
+		}
+		right, err := conditionPredicate(hi+m[2], fp)
+		if err != nil {
+			return nil, err
+		}
+		return func(v string) string { return "(" + left(v) + joiner + right(v) + ")" }, nil
+	default:
+		return comparison(strings.TrimSpace(p[len(op):]), op, fp)
+	}
+}
+
+var celOp = map[operator]string{opEqual: "==", opNotEqual: "!=", opMore: ">", opLess: "<", opMoreEqual: ">=", opLessEqual: "<="}
+
+// comparison is validateString: compared as durations when the pattern and
+// the value are durations, else as quantities when both are quantities,
+// else as strings with wildcards (== and != only). A missing value counts
+// as "0" for durations and quantities.
+func comparison(p string, op operator, fp *field.Path) (predicate, error) {
+	_, qerr := resource.ParseQuantity(p)
+	str, err := stringComparison(p, op, qerr == nil, fp)
+	if err != nil {
+		return nil, err
+	}
+	out := str
+	if qerr == nil {
+		next, lit := out, quote(p)
+		out = func(v string) string {
+			isQ := "(" + v + " == null || type(" + v + ") == int || type(" + v + ") == double || type(" + v + ") == string && isQuantity(" + v + "))"
+			qv := "quantity(type(" + v + ") == string ? " + v + " : " + v + " == null ? '0' : string(" + v + "))"
+			return "(" + isQ + " ? " + qv + ".compareTo(quantity(" + lit + ")) " + celOp[op] + " 0 : " + next(v) + ")"
+		}
+	}
+	if d, err := time.ParseDuration(p); err == nil {
+		next := out
+		lit := fmt.Sprintf("duration('%dns')", int64(d))
+		out = func(v string) string {
+			isD := "(" + v + " == null || " + v + " == 0 && type(" + v + ") == int || type(" + v + ") == string && " + v + ".matches(" + quote(durationRegex) + "))"
+			dv := "(type(" + v + ") == string ? duration(" + v + ") : duration('0s'))"
+			return "(" + isD + " ? " + dv + " " + celOp[op] + " " + lit + " : " + next(v) + ")"
+		}
+	}
+	return out, nil
+}
+
+// durationRegex is the syntax time.ParseDuration accepts.
+const durationRegex = `^[-+]?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`
+
+// stringComparison is compareString: for == and != the value, if a string,
+// int or bool (a float is written %E), matches the pattern with wildcards;
+// other operators, and other values, never match. quantity says the pattern
+// is a quantity.
+func stringComparison(p string, op operator, quantity bool, fp *field.Path) (predicate, error) {
+	if op != opEqual && op != opNotEqual {
+		return func(string) string { return "false" }, nil
+	}
+	// A float is a quantity: with a quantity pattern it never gets here.
+	double := false
+	if !quantity {
+		var err error
+		if double, err = matchesFloatText(p, fp); err != nil {
+			return nil, err
+		}
+	}
+	neg := ""
+	if op == opNotEqual {
+		neg = "!"
+		double = !double
+	}
+	return func(v string) string {
+		text := "(type(" + v + ") == string || type(" + v + ") == int || type(" + v + ") == bool)"
+		return "(" + text + " ? " + neg + wildcardMatch(p, "string("+v+")") + " : type(" + v + ") == double && " + strconv.FormatBool(double) + ")"
+	}, nil
+}
+
+// matchesFloatText decides whether the wildcard pattern p matches a float
+// written as strconv.FormatFloat(f, 'E', -1, 64), which is at least five
+// characters of [0-9.E+-]: statically, or not at all.
+func matchesFloatText(p string, fp *field.Path) (bool, error) {
+	if strings.Trim(p, "0123456789.E+-*?") != "" {
+		return false, nil
+	}
+	if strings.Trim(p, "*?") == "" && strings.Contains(p, "*") && strings.Count(p, "?") <= 5 {
+		return true, nil
+	}
+	return false, errorf(fp, "pattern %q could match a floating-point value written in Go's %%E notation, which CEL cannot produce", p)
+}
+
+// wildcardMatch renders wildcard.Match(p, s): '*' any run of characters,
+// '?' exactly one.
+func wildcardMatch(p, s string) string {
+	if !strings.ContainsAny(p, "*?") {
+		return "(" + s + " == " + quote(p) + ")"
+	}
+	if strings.Trim(p, "*") == "" {
+		return "true"
+	}
+	var re strings.Builder
+	re.WriteString("^")
+	for _, r := range p {
+		switch r {
+		case '*':
+			re.WriteString(".*")
+		case '?':
+			re.WriteString(".")
+		default:
+			re.WriteString(regexp.QuoteMeta(string(r)))
+		}
+	}
+	re.WriteString("$")
+	return s + ".matches(" + quote("(?s)"+re.String()) + ")"
+}
