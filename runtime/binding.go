@@ -181,5 +181,18 @@ func configError(p *ir.Policy, binding string, err error) (Violation, bool) {
 	if binding != "" {
 		what = "binding"
 	}
-	return Violation{Policy: p.Name, Binding: binding, Actions: []ir.Action{ir.Deny}, Message: fmt.Sprintf("failed to configure %s: %v", what, err), Error: true}, true
+	msg := fmt.Sprintf("failed to configure %s: %v", what, err)
+	var me *mutationError
+	if errors.As(err, &me) {
+		msg = me.Error()
+	}
+	return Violation{Policy: p.Name, Binding: binding, Actions: []ir.Action{ir.Deny}, Message: msg, Error: true}, true
 }
+
+// mutationError is a mutation that failed to evaluate. The API server
+// reports it as the error itself ("policy 'P' with binding 'B' denied
+// request: ERR"), not as a configuration error.
+type mutationError struct{ err error }
+
+func (e *mutationError) Error() string { return e.err.Error() }
+func (e *mutationError) Unwrap() error { return e.err }

@@ -408,7 +408,7 @@ func (e *Engine) mutateImported(ctx context.Context, req *Request, obj *unstruct
 			next, skipped, err := e.runMutations(ctx, e.newEvaluation(ctx, req, obj), obj, c, param)
 			switch {
 			case err != nil:
-				e.configError(ev, p, b.Name, err, res)
+				e.configError(ev, p, b.Name, &mutationError{err}, res)
 			case skipped != "":
 				res.trace(req.Explain, p, SkippedByConditions, joinDetail("binding "+b.Name, skipped))
 			default:

@@ -51,6 +51,10 @@ func RequestFor(obj, old *unstructured.Unstructured, namespace string) *Request 
 	if isClusterScoped(gvk.Kind) {
 		namespace = ""
 	}
+	// The API server sets a namespaced object's metadata.namespace to the
+	// request's namespace before admission, so policies read it there.
+	obj = withNamespace(obj, namespace)
+	old = withNamespace(old, namespace)
 	return &Request{
 		UID:       "admitc-test",
 		Kind:      gvk,
@@ -65,6 +69,17 @@ func RequestFor(obj, old *unstructured.Unstructured, namespace string) *Request 
 }
 
 func isClusterScoped(kind string) bool { return kind == "Namespace" }
+
+// withNamespace returns obj with metadata.namespace set to namespace when
+// it names none (a copy; obj itself is not changed).
+func withNamespace(obj *unstructured.Unstructured, namespace string) *unstructured.Unstructured {
+	if obj == nil || namespace == "" || obj.GetNamespace() != "" {
+		return obj
+	}
+	obj = obj.DeepCopy()
+	obj.SetNamespace(namespace)
+	return obj
+}
 
 // ResourceFor returns the REST resource serving gvk (see ir.ResourceForKind).
 func ResourceFor(gvk schema.GroupVersionKind) schema.GroupVersionResource {

@@ -49,7 +49,9 @@ func (Upstream) Name() string { return "kubernetes" }
 
 // Admit implements Engine.
 func (u Upstream) Admit(ctx context.Context, obj *unstructured.Unstructured, namespace string) (Result, error) {
-	before := obj.DeepCopy()
+	// The object as the API server hands it to admission (its namespace
+	// filled in), so that only the policies' changes count as mutations.
+	before := runtime.RequestFor(obj.DeepCopy(), nil, namespace).Object
 	d, err := u.Engine.Admit(ctx, obj, namespace)
 	if err != nil {
 		return Result{}, err

@@ -60,7 +60,7 @@ var createFixtures = []string{
 	"examples/more/statefulset-root.json", "examples/more/hostpath-root.json", "examples/more/deployment-hostpath.json",
 }
 
-var vapPolicy = regexp.MustCompile(`ValidatingAdmissionPolicy '([^']+)' with binding`)
+var vapPolicy = regexp.MustCompile(`(?:ValidatingAdmissionPolicy |policy )'([^']+)' with binding`)
 
 func TestVAPAndMAPDecideAsAdmitcTest(t *testing.T) {
 	deleteManaged(t)
