@@ -42,8 +42,8 @@ type KyvernoOutcome struct {
 	// the same result would be judged under (values files set per-rule
 	// operations for rule policies only).
 	Operation, RulelessOperation ir.Operation
-	Policy    *ir.Policy
-	Answer    Answer
+	Policy                       *ir.Policy
+	Answer                       Answer
 	// Status is pass, fail, skip or error when the policy responded.
 	Status string
 	// EvaluationError says a fail is a CEL evaluation error (a ruleless
