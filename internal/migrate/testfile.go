@@ -172,7 +172,11 @@ func rewriteResults(results []verify.KyvernoTestResult, outcomes []verify.Kyvern
 		rep.Results++
 		var order []rowKey
 		rows := map[rowKey][]string{}
-		for _, a := range answers(outcomes, i, successors) {
+		as := answers(outcomes, i, successors)
+		if len(as) == 0 {
+			rep.Dropped += max(len(res.Resources), 1)
+		}
+		for _, a := range as {
 			if a.status == "" {
 				rep.Dropped++
 				continue
