@@ -114,7 +114,8 @@ func group(set *ir.PolicySet, ts []kyverno.Translation) ([]*source, error) {
 	}
 	for i := range set.Policies {
 		p := &set.Policies[i]
-		get(refOf(p), p.Origin.File).policies = append(get(refOf(p), p.Origin.File).policies, p)
+		s := get(refOf(p), p.Origin.File)
+		s.policies = append(s.policies, p)
 	}
 	for _, sk := range set.Skipped {
 		s := get(sk.From, sk.Origin.File)

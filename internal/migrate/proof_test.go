@@ -19,7 +19,6 @@ import (
 	"github.com/admitc/admitc/compiler"
 	"github.com/admitc/admitc/internal/migrate"
 	"github.com/admitc/admitc/internal/verify"
-	"github.com/admitc/admitc/ir"
 	"github.com/admitc/admitc/runtime"
 )
 
@@ -93,8 +92,8 @@ func TestMigratedFixturesDecideAlike(t *testing.T) {
 			files := res.Report.Policies[0].Files
 			require.Len(t, files, 2, "a successor file and a native file")
 			engines := map[string]*runtime.Engine{
-				"original import":   engine(t, filepath.Join(dir, "policy.yaml")),
-				"successor":         engine(t, filepath.Join(out, files[0])),
+				"original import":    engine(t, filepath.Join(dir, "policy.yaml")),
+				"successor":          engine(t, filepath.Join(out, files[0])),
 				"native " + files[1]: engine(t, filepath.Join(out, files[1])),
 			}
 			for _, req := range requests(t, dir) {
@@ -217,5 +216,3 @@ func decide(t *testing.T, e *runtime.Engine, req *runtime.Request) string {
 	require.NoError(t, err)
 	return fmt.Sprintf("allowed=%v\nviolations:\n%s\naudit: %s\nobject: %s", validated.Allowed(), strings.Join(lines, "\n"), strings.Join(values, ", "), obj)
 }
-
-var _ = ir.Create

@@ -6,7 +6,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/admitc/admitc/backends/kyverno"
 	"github.com/admitc/admitc/ir"
 )
 
@@ -192,5 +191,3 @@ func (r *Report) WriteText(w io.Writer) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
-
-var _ = kyverno.ObjectName

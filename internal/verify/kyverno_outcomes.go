@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
@@ -88,7 +89,7 @@ func KyvernoOutcomes(ctx context.Context, file string) ([]KyvernoOutcome, error)
 	}
 	var out []KyvernoOutcome
 	for i, res := range t.Results {
-		name := res.Policy[lastSlash(res.Policy)+1:]
+		name := res.Policy[strings.LastIndex(res.Policy, "/")+1:]
 		family, _ := s.family(name, res.Rule)
 		if len(family) == 0 {
 			continue
@@ -106,15 +107,6 @@ func KyvernoOutcomes(ctx context.Context, file string) ([]KyvernoOutcome, error)
 		}
 	}
 	return out, nil
-}
-
-func lastSlash(s string) int {
-	for i := len(s) - 1; i >= 0; i-- {
-		if s[i] == '/' {
-			return i
-		}
-	}
-	return -1
 }
 
 // outcome fills in how p answered in run.
