@@ -16,9 +16,15 @@ import (
 // CELBackend emits the CEL policy types that replace ClusterPolicy
 // (policies.kyverno.io/v1 ValidatingPolicy and MutatingPolicy): the IR's CEL
 // as it is, so Kyverno, the API server and admitc evaluate the same
-// expressions. Autogen is off because the policies already name every
-// workload kind and pick the pod spec by kind.
-type CELBackend struct{}
+// expressions. admitc's own policies have autogen off because they already
+// name every workload kind and pick the pod spec by kind. An imported
+// policy (a ClusterPolicy's rule, a ValidatingPolicy, an admission policy)
+// becomes its successor (see Successors): with Kyverno's autogen when
+// Autogen accepts it, else with every autogen rule written out.
+type CELBackend struct {
+	// Autogen checks the idiomatic autogen form; nil writes autogen out.
+	Autogen AutogenCheck
+}
 
 var _ backends.Backend = CELBackend{}
 
@@ -28,8 +34,8 @@ func (CELBackend) Name() string { return "kyverno-cel" }
 // Rejects implements backends.Backend: Kyverno's CEL policies have no
 // paramKind.
 func (CELBackend) Rejects(p *ir.Policy) string {
-	if why := rejectImported(p); why != "" {
-		return why
+	if p.Imported() {
+		return successorRefusal(p)
 	}
 	if p.ParamKind != nil {
 		return "Kyverno's ValidatingPolicy has no paramKind (use --backend kyverno or vap)"
@@ -38,9 +44,14 @@ func (CELBackend) Rejects(p *ir.Policy) string {
 }
 
 // Generate implements backends.Backend.
-func (CELBackend) Generate(set *ir.PolicySet, opts backends.Options) (backends.Output, diag.Diagnostics) {
+func (b CELBackend) Generate(set *ir.PolicySet, opts backends.Options) (backends.Output, diag.Diagnostics) {
 	var out backends.Output
 	var diags diag.Diagnostics
+	for _, t := range Successors(set, b.Autogen) {
+		for _, s := range t.Successors {
+			out.Objects = append(out.Objects, s.Object)
+		}
+	}
 	for i := range set.Policies {
 		p := &set.Policies[i]
 		if p.ParamKind != nil || p.Imported() {

@@ -3,6 +3,9 @@
 // patchStrategicMerge where they express a built-in check exactly,
 // validate.cel with the IR's own CEL otherwise), and backend "kyverno-cel"
 // writes policies.kyverno.io/v1 ValidatingPolicy and MutatingPolicy, the CEL
-// types that replace ClusterPolicy. It imports ir, backends and Kyverno's API
-// types only, never the Kyverno engine.
+// types that replace ClusterPolicy, and, for an imported policy (a
+// ClusterPolicy's rule, a ValidatingPolicy, an admission policy), its
+// successor (Successors: the migration admitc migrate writes). It imports
+// ir, backends, internal/apiconv and Kyverno's API types only, never the
+// Kyverno engine or the importer (the autogen check is passed in).
 package kyverno

@@ -2,6 +2,7 @@ package kyverno
 
 import (
 	"fmt"
+	"strconv"
 
 	policiesv1alpha1 "github.com/kyverno/api/api/policies.kyverno.io/v1alpha1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -36,6 +37,12 @@ func (r *reader) validatingPolicy() {
 		return
 	}
 	ref := ir.PolicyRef{APIVersion: r.apiVersion, Kind: r.kind, Name: p.Metadata.Name}
+	if r.kind == "NamespacedValidatingPolicy" {
+		ref.Namespace = p.Metadata.Namespace
+		if ref.Namespace == "" {
+			ref.Namespace = "default"
+		}
+	}
 	if !r.celPolicyReadable(p.Metadata, p.Spec.MatchConstraints) {
 		return
 	}
@@ -47,12 +54,30 @@ func (r *reader) validatingPolicy() {
 		r.skip(ref, "spec", f.feature, "%s", f.why)
 		return
 	}
-	r.policies = append(r.policies, r.validatingIR(p.Metadata.Name, ref, &p.Spec))
+	r.policies = append(r.policies, r.validatingIR(namespaced(ref, p.Metadata.Name), ref, &p.Spec))
 	for _, g := range vpAutogen(&p.Spec) {
 		gref := ref
 		gref.AutogenOf = p.Metadata.Name
-		r.policies = append(r.policies, r.validatingIR(g.prefix+p.Metadata.Name, gref, g.spec.(*policiesv1alpha1.ValidatingPolicySpec)))
+		r.policies = append(r.policies, r.validatingIR(namespaced(ref, g.prefix+p.Metadata.Name), gref, g.spec.(*policiesv1alpha1.ValidatingPolicySpec)))
 	}
+}
+
+// namespaced is the IR name of a NamespacedValidatingPolicy's policy:
+// NAMESPACE.NAME, as a Policy's rules are NAMESPACE.POLICY.RULE.
+func namespaced(ref ir.PolicyRef, name string) string {
+	if ref.Namespace == "" {
+		return name
+	}
+	return ref.Namespace + "." + name
+}
+
+// namespaceScope is the matchCondition that keeps a
+// NamespacedValidatingPolicy to its namespace, as Kyverno's webhook does
+// (it hands a request only to the policies of the request's namespace).
+func (r *reader) namespaceScope(ns string) ir.NamedExpression {
+	o := r.origin("metadata.namespace")
+	o.Path = "metadata.namespace (generated)"
+	return ir.NamedExpression{Name: MatchConditionName, Expression: celNamespace + " == " + strconv.Quote(ns), Origin: o}
 }
 
 // celPolicyReadable checks what every policies.kyverno.io policy needs.
@@ -76,6 +101,9 @@ func (r *reader) validatingIR(name string, ref ir.PolicyRef, s *policiesv1alpha1
 		Variables:        r.variables(s.Variables, "spec.variables"),
 		Validations:      r.validations(s.Validations, "", "spec.validations"),
 		AuditAnnotations: r.auditAnnotations(s.AuditAnnotations, "spec.auditAnnotations"),
+	}
+	if ref.Namespace != "" {
+		p.MatchConditions = append([]ir.NamedExpression{r.namespaceScope(ref.Namespace)}, p.MatchConditions...)
 	}
 	b := ir.Binding{Name: name, Origin: p.Origin}
 	for _, a := range s.ValidationActions() {

@@ -29,7 +29,7 @@ const (
 // Kinds this frontend reads, by group.
 var Kinds = map[string][]string{
 	Group:         {"ClusterPolicy", "Policy"},
-	PoliciesGroup: {"ValidatingPolicy", "MutatingPolicy"},
+	PoliciesGroup: {"ValidatingPolicy", "NamespacedValidatingPolicy", "MutatingPolicy"},
 }
 
 // Result is what one document holds: the policies it compiles to, and the
@@ -46,12 +46,12 @@ func Read(doc *source.Doc) (*Result, diag.Diagnostics) {
 	switch {
 	case err == nil && gv.Group == Group && gv.Version == "v1" && (r.kind == "ClusterPolicy" || r.kind == "Policy"):
 		r.clusterPolicy()
-	case err == nil && gv.Group == PoliciesGroup && knownVersion(gv.Version) && r.kind == "ValidatingPolicy":
+	case err == nil && gv.Group == PoliciesGroup && knownVersion(gv.Version) && (r.kind == "ValidatingPolicy" || r.kind == "NamespacedValidatingPolicy"):
 		r.validatingPolicy()
 	case err == nil && gv.Group == PoliciesGroup && knownVersion(gv.Version) && r.kind == "MutatingPolicy":
 		r.mutatingPolicy()
 	default:
-		r.errorf("kind", "admitc reads %s/v1 ClusterPolicy and Policy, and %s ValidatingPolicy and MutatingPolicy in v1alpha1, v1beta1 and v1; not %s %s",
+		r.errorf("kind", "admitc reads %s/v1 ClusterPolicy and Policy, and %s ValidatingPolicy, NamespacedValidatingPolicy and MutatingPolicy in v1alpha1, v1beta1 and v1; not %s %s",
 			Group, PoliciesGroup, r.apiVersion, r.kind)
 	}
 	if len(r.diags) > 0 {

@@ -20,12 +20,13 @@ import (
 	"github.com/admitc/admitc/backends/webhook"
 	"github.com/admitc/admitc/compiler"
 	"github.com/admitc/admitc/internal/diag"
+	"github.com/admitc/admitc/internal/migrate"
 	"github.com/admitc/admitc/internal/render"
 	"github.com/admitc/admitc/ir"
 )
 
 // registry holds every backend, in output order.
-var registry = []backends.Backend{vap.Backend{}, mapbackend.Backend{}, webhook.Backend{}, kyverno.ClusterPolicyBackend{}, kyverno.CELBackend{}, gatekeeper.Backend{},
+var registry = []backends.Backend{vap.Backend{}, mapbackend.Backend{}, webhook.Backend{}, kyverno.ClusterPolicyBackend{}, kyverno.CELBackend{Autogen: migrate.SameAsReimport}, gatekeeper.Backend{},
 	static.Backend{Validating: vap.Backend{}, Mutating: mapbackend.Backend{}, Webhook: webhook.Backend{}}}
 
 // optIn are the backends "all" leaves out: Kyverno's CEL policy types cannot

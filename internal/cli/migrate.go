@@ -1,0 +1,141 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/admitc/admitc/internal/generate"
+	"github.com/admitc/admitc/internal/migrate"
+)
+
+// MigrateOptions are the options of `admitc migrate`.
+type MigrateOptions struct {
+	Streams
+	Paths  []string
+	OutDir string
+	Output string
+}
+
+// NewMigrateCommand returns `admitc migrate`.
+func NewMigrateCommand(s Streams) *cobra.Command {
+	o := &MigrateOptions{Streams: s}
+	cmd := &cobra.Command{
+		Use:   "migrate [flags] FILE|DIR...",
+		Short: "Translate Kyverno ClusterPolicies to ValidatingPolicies and admission policies, with a report per rule",
+		Long: `Reads Kyverno ClusterPolicies and Policies (validate.cel rules), and
+ValidatingPolicies, MutatingPolicies and admission policies, and writes for
+each input policy, in a directory named after it:
+
+  validatingpolicy.yaml            the successor policies.kyverno.io/v1
+  namespacedvalidatingpolicy.yaml  ValidatingPolicy (NamespacedValidatingPolicy
+  mutatingpolicy.yaml              for a namespaced Policy, MutatingPolicy)
+  vap.yaml, map.yaml               the same rules as ValidatingAdmissionPolicies
+                                   (MutatingAdmissionPolicies) and bindings,
+                                   enforced by the API server without Kyverno
+  .kyverno-test/kyverno-test.yaml  the policy's Kyverno test, rewritten for the
+                                   successors, when one is found beside the input
+
+A ClusterPolicy with one rule keeps its name; with several, each rule is a
+policy named POLICY-RULE (made a valid name where the rule's is not, and
+said so). Kyverno's autogen is kept as spec.autogen when a ValidatingPolicy's
+own autogen, read back, decides exactly as the ClusterPolicy's autogen rules
+did; otherwise (a ClusterPolicy's autogen also covers ReplicationControllers
+and kubectl debug's pods/ephemeralcontainers, which a ValidatingPolicy's
+does not) each autogen rule is written out as its own policy with autogen
+off, and the report says so. Actions map to validationActions (Enforce:
+Deny; Audit: Audit, with Warn when spec.emitWarning is set).
+
+The report lists every rule: OK (translated), DIFFERS (translated, with what
+the successor does not keep) or REFUSED (why: a context API call, a
+paramKind, a pattern rule...). In a rewritten test, the two answers that
+change with the kind change: a resource the rule's match or exclude leaves
+out is skipped by the successor's match condition (skip), and a CEL error
+is an error rather than a fail.
+
+Without --out, the files go to stdout (each after a "# --- FILE ---" line)
+and the report to stderr. With --out, the files replace the directory's as
+one set (staged, then renamed into place; on failure the previous files are
+left as they were) and the report goes to stdout.
+
+Exit codes: 0 every rule translated, 1 a rule was refused or translated with
+a difference (the files of the rest are written), 2 unreadable input or a
+policy that does not compile.`,
+		Example: `  # Every Kyverno policy under policies/, into migrated/, with a report
+  admitc migrate policies/ --out migrated/
+
+  # One ClusterPolicy, printed
+  admitc migrate examples/kyverno/disallow-latest-tag/policy.yaml
+
+  # The report as JSON, for CI
+  admitc migrate policies/ --out migrated/ -o json
+
+  # Then prove the translation with Kyverno's own test files
+  admitc verify migrated/`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Paths = args
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVar(&o.OutDir, "out", "", "write the files into this directory (default: stdout, the report on stderr)")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "text", "report format: text or json")
+	return cmd
+}
+
+// Validate checks the flags.
+func (o *MigrateOptions) Validate() error {
+	if o.Output != "text" && o.Output != "json" {
+		return usageError(fmt.Errorf("--output must be text or json, got %q", o.Output))
+	}
+	return nil
+}
+
+// Run migrates, writes the files and the report.
+func (o *MigrateOptions) Run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	res, err := migrate.Run(ctx, o.Paths)
+	if err != nil {
+		return usageError(err)
+	}
+	files := make([]generate.File, len(res.Files))
+	for i, f := range res.Files {
+		files[i] = generate.File{Name: f.Path, Data: f.Data, Header: "# --- " + f.Path + " ---\n"}
+	}
+	report := o.Out
+	if o.OutDir == "" {
+		report = o.Err
+		var buf bytes.Buffer
+		for i, f := range files {
+			if i > 0 {
+				buf.WriteString("---\n")
+			}
+			buf.WriteString(f.Header)
+			buf.Write(f.Data)
+		}
+		if _, err := o.Out.Write(buf.Bytes()); err != nil {
+			return err
+		}
+	} else if err := writeDir(o.OutDir, files); err != nil {
+		return usageError(err)
+	}
+	if o.Output == "json" {
+		err = res.Report.WriteJSON(report)
+	} else {
+		err = res.Report.WriteText(report)
+	}
+	if err != nil {
+		return err
+	}
+	if !res.Report.Passed() {
+		return failed
+	}
+	return nil
+}

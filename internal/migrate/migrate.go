@@ -1,0 +1,305 @@
+package migrate
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/admitc/admitc/backends/kyverno"
+	mapbackend "github.com/admitc/admitc/backends/map"
+	"github.com/admitc/admitc/backends/vap"
+	"github.com/admitc/admitc/compiler"
+	"github.com/admitc/admitc/internal/render"
+	"github.com/admitc/admitc/ir"
+)
+
+// File is one output file, its path slash-separated and relative to the
+// output directory.
+type File struct {
+	Path string
+	Data []byte
+}
+
+// Result is everything one run writes: the files, in a fixed order, and
+// the report.
+type Result struct {
+	Files  []File
+	Report Report
+}
+
+// Native output files: the API server's own policies and bindings.
+const (
+	VAPFile = "vap.yaml"
+	MAPFile = "map.yaml"
+	// TestDir holds a migrated Kyverno test, as Kyverno's own layout does.
+	TestDir = ".kyverno-test"
+	// TestFile is the name of a migrated Kyverno test.
+	TestFile = "kyverno-test.yaml"
+)
+
+// SuccessorFile is the file a successor kind is written to
+// (validatingpolicy.yaml, namespacedvalidatingpolicy.yaml, mutatingpolicy.yaml).
+func SuccessorFile(kind string) string { return strings.ToLower(kind) + ".yaml" }
+
+// source is one input policy: its IR policies, what the importer skipped,
+// and its translations.
+type source struct {
+	ref          ir.PolicyRef
+	file         string
+	policies     []*ir.Policy
+	skipped      []ir.Skipped
+	translations []kyverno.Translation
+	report       *PolicyReport
+}
+
+// Run migrates the policies in paths (files, or directories searched
+// recursively, hidden directories left out). A policy that does not
+// compile is an error; a rule the importer or the successor format cannot
+// take is reported as refused.
+func Run(ctx context.Context, paths []string) (*Result, error) {
+	files, err := policyFiles(paths)
+	if err != nil {
+		return nil, err
+	}
+	sources, err := compiler.ReadSources(files)
+	if err != nil {
+		return nil, err
+	}
+	set, diags := compiler.Compile(sources, compiler.Options{KeepGoing: true})
+	if len(diags) > 0 {
+		return nil, fmt.Errorf("policies do not compile:\n%s", diags.Error())
+	}
+	srcs, err := group(set, kyverno.Successors(set, SameAsReimport))
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Report: Report{Policies: []PolicyReport{}}}
+	for _, s := range srcs {
+		fs, err := s.files()
+		if err != nil {
+			return nil, err
+		}
+		res.Files = append(res.Files, fs...)
+		res.Report.Policies = append(res.Report.Policies, *s.report)
+	}
+	tests, testReports, err := migrateTests(ctx, files, srcs)
+	if err != nil {
+		return nil, err
+	}
+	res.Files = append(res.Files, tests...)
+	res.Report.Tests = testReports
+	res.Report.count()
+	return res, nil
+}
+
+// group gathers the set's policies, skipped rules and translations by
+// input policy, in the order the policies were read.
+func group(set *ir.PolicySet, ts []kyverno.Translation) ([]*source, error) {
+	var order []*source
+	byKey := map[string]*source{}
+	get := func(ref ir.PolicyRef, file string) *source {
+		key := ref.Kind + "|" + ref.Namespace + "|" + ref.Name
+		s := byKey[key]
+		if s == nil {
+			s = &source{ref: ir.PolicyRef{APIVersion: ref.APIVersion, Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name}, file: file}
+			byKey[key] = s
+			order = append(order, s)
+		}
+		return s
+	}
+	for i := range set.Policies {
+		p := &set.Policies[i]
+		s := get(refOf(p), p.Origin.File)
+		s.policies = append(s.policies, p)
+	}
+	for _, sk := range set.Skipped {
+		s := get(sk.From, sk.Origin.File)
+		s.skipped = append(s.skipped, sk)
+	}
+	for _, t := range ts {
+		s := get(t.From, "")
+		s.translations = append(s.translations, t)
+	}
+	dirs := map[string]string{}
+	for _, s := range order {
+		s.report = s.buildReport()
+		if other, ok := dirs[s.report.Dir]; ok {
+			return nil, fmt.Errorf("%s and %s would both be written to %s/: rename one", other, describe(s.ref), s.report.Dir)
+		}
+		dirs[s.report.Dir] = describe(s.ref)
+	}
+	return order, nil
+}
+
+// refOf names the source of an IR policy: its Kyverno policy, or itself
+// for an admission policy.
+func refOf(p *ir.Policy) ir.PolicyRef {
+	if p.From != nil {
+		return *p.From
+	}
+	return ir.PolicyRef{Kind: "admission policy", Name: p.Name}
+}
+
+func describe(ref ir.PolicyRef) string {
+	if ref.Namespace != "" {
+		return fmt.Sprintf("%s %s/%s", ref.Kind, ref.Namespace, ref.Name)
+	}
+	return ref.Kind + " " + ref.Name
+}
+
+// dirName is the output directory of an input policy: its name,
+// NAMESPACE.NAME for a namespaced one.
+func dirName(ref ir.PolicyRef) string {
+	if ref.Namespace != "" {
+		return kyverno.ObjectName(ref.Namespace + "." + ref.Name)
+	}
+	return kyverno.ObjectName(ref.Name)
+}
+
+// files renders the successor file and the native file of one input.
+func (s *source) files() ([]File, error) {
+	var out []File
+	var successors []runtime.Object
+	kind := ""
+	for _, t := range s.translations {
+		for _, succ := range t.Successors {
+			successors = append(successors, succ.Object)
+			kind = succ.Kind
+		}
+	}
+	if len(successors) > 0 {
+		data, err := render.YAML(successors)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, File{Path: s.report.Dir + "/" + SuccessorFile(kind), Data: data})
+		s.report.Files = append(s.report.Files, out[len(out)-1].Path)
+	}
+	native, name, err := s.native()
+	if err != nil {
+		return nil, err
+	}
+	if len(native) > 0 {
+		out = append(out, File{Path: s.report.Dir + "/" + name, Data: native})
+		s.report.Files = append(s.report.Files, s.report.Dir+"/"+name)
+	}
+	return out, nil
+}
+
+// native renders the input's policies as ValidatingAdmissionPolicies or
+// MutatingAdmissionPolicies and their bindings, names made valid.
+func (s *source) native() ([]byte, string, error) {
+	var objs []runtime.Object
+	file := VAPFile
+	for _, p := range s.policies {
+		q := validNames(p)
+		if q.Kind == ir.Mutating {
+			file = MAPFile
+			objs = append(objs, mapbackend.Policy(q))
+			for _, b := range mapbackend.Bindings(q, nil) {
+				objs = append(objs, b)
+			}
+			continue
+		}
+		objs = append(objs, vap.Policy(q))
+		for _, b := range vap.Bindings(q, nil) {
+			objs = append(objs, b)
+		}
+	}
+	if len(objs) == 0 {
+		return nil, "", nil
+	}
+	data, err := render.YAML(objs)
+	return data, file, err
+}
+
+// validNames is p with its name and its bindings' names made valid object
+// names, when they are not (a rule name with spaces, say).
+func validNames(p *ir.Policy) *ir.Policy {
+	q := *p
+	q.Name = NativeName(p.Name)
+	q.Bindings = append([]ir.Binding(nil), p.Bindings...)
+	for i := range q.Bindings {
+		q.Bindings[i].Name = NativeName(q.Bindings[i].Name)
+	}
+	return &q
+}
+
+// NativeName is name when it is a valid admission policy name (a DNS-1123
+// subdomain), else kyverno.ObjectName(name).
+func NativeName(name string) string {
+	if len(validation.IsDNS1123Subdomain(name)) == 0 {
+		return name
+	}
+	return kyverno.ObjectName(name)
+}
+
+// policyFiles are the files of paths that hold policies: a named file
+// always; in a directory (recursively, hidden directories left out) the
+// JSON and YAML files with a Kyverno policy or an admission policy.
+func policyFiles(paths []string) ([]string, error) {
+	var out []string
+	for _, p := range paths {
+		info, err := os.Stat(p)
+		if err != nil {
+			return nil, err
+		}
+		if !info.IsDir() {
+			out = append(out, p)
+			continue
+		}
+		err = filepath.WalkDir(p, func(path string, d os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() && path != p && strings.HasPrefix(d.Name(), ".") {
+				return filepath.SkipDir
+			}
+			if d.IsDir() || !compiler.IsPolicyFile(path) {
+				return nil
+			}
+			if ok, err := holdsPolicy(path); err != nil || ok {
+				out = append(out, path)
+				return err
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no policy files in %s", strings.Join(paths, ", "))
+	}
+	return out, nil
+}
+
+// holdsPolicy reports whether a file has a document that is a Kyverno
+// policy or an admission policy.
+func holdsPolicy(path string) (bool, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return false, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if v, ok := strings.CutPrefix(line, "apiVersion:"); ok {
+			v = strings.Trim(strings.TrimSpace(v), `"'`)
+			if strings.HasPrefix(v, "kyverno.io/") || strings.HasPrefix(v, "policies.kyverno.io/") {
+				return true, nil
+			}
+		}
+		if k, ok := strings.CutPrefix(line, "kind:"); ok {
+			switch strings.TrimSpace(k) {
+			case "ValidatingAdmissionPolicy", "MutatingAdmissionPolicy":
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}

@@ -1,0 +1,193 @@
+package migrate
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/admitc/admitc/ir"
+)
+
+// Status is what became of one source rule.
+type Status string
+
+const (
+	// Translated: the successor decides as the rule does.
+	Translated Status = "translated"
+	// TranslatedWithDifference: translated, but something the rule did is
+	// not kept (Differences say what).
+	TranslatedWithDifference Status = "translated-with-difference"
+	// Refused: no successor (Reason says why).
+	Refused Status = "refused"
+)
+
+// Report is what a run did, per input policy and rule, and per test.
+type Report struct {
+	Policies []PolicyReport `json:"policies"`
+	Tests    []TestReport   `json:"tests,omitempty"`
+	Summary  Summary        `json:"summary"`
+}
+
+// Summary counts rules by status.
+type Summary struct {
+	Translated               int `json:"translated"`
+	TranslatedWithDifference int `json:"translatedWithDifference"`
+	Refused                  int `json:"refused"`
+}
+
+// PolicyReport is one input policy: where it was read, where its output
+// went, and each rule.
+type PolicyReport struct {
+	File      string       `json:"file"`
+	Kind      string       `json:"kind"`
+	Namespace string       `json:"namespace,omitempty"`
+	Name      string       `json:"name"`
+	Dir       string       `json:"dir"`
+	Files     []string     `json:"files,omitempty"`
+	Rules     []RuleReport `json:"rules"`
+}
+
+// RuleReport is one source rule (or a ruleless policy).
+type RuleReport struct {
+	Rule        string   `json:"rule,omitempty"`
+	Status      Status   `json:"status"`
+	Successors  []string `json:"successors,omitempty"`
+	Reason      string   `json:"reason,omitempty"`
+	Differences []string `json:"differences,omitempty"`
+	Notes       []string `json:"notes,omitempty"`
+}
+
+// TestReport is one Kyverno test file rewritten for the successors.
+type TestReport struct {
+	Source  string `json:"source"`
+	Output  string `json:"output,omitempty"`
+	Results int    `json:"results"`
+	// Changed counts expected results whose answer changes with the kind
+	// (excluded becomes skip; an evaluation error becomes error).
+	Changed int `json:"changed,omitempty"`
+	// Dropped counts resources left out: a refused rule's, or one that no
+	// successor matches.
+	Dropped int    `json:"dropped,omitempty"`
+	Skipped string `json:"skipped,omitempty"`
+}
+
+// Passed reports whether every rule was translated without a difference.
+func (r *Report) Passed() bool {
+	return r.Summary.Refused == 0 && r.Summary.TranslatedWithDifference == 0
+}
+
+func (r *Report) count() {
+	r.Summary = Summary{}
+	for _, p := range r.Policies {
+		for _, rule := range p.Rules {
+			switch rule.Status {
+			case Translated:
+				r.Summary.Translated++
+			case TranslatedWithDifference:
+				r.Summary.TranslatedWithDifference++
+			case Refused:
+				r.Summary.Refused++
+			}
+		}
+	}
+}
+
+// buildReport reports each rule of the source: translated (with the
+// importer's notes as differences) or refused, by the importer or by the
+// successor format.
+func (s *source) buildReport() *PolicyReport {
+	r := &PolicyReport{File: s.file, Kind: s.ref.Kind, Namespace: s.ref.Namespace, Name: s.ref.Name, Dir: dirName(s.ref), Rules: []RuleReport{}}
+	seen := map[string]bool{}
+	for _, t := range s.translations {
+		rr := RuleReport{Rule: t.From.Rule, Status: Translated, Notes: t.Notes}
+		seen[t.From.Rule] = true
+		if t.Refusal != "" {
+			rr.Status, rr.Reason = Refused, t.Refusal
+		}
+		for _, succ := range t.Successors {
+			rr.Successors = append(rr.Successors, succ.Name)
+			for _, p := range succ.Covers {
+				rr.Differences = appendNew(rr.Differences, p.Notes...)
+			}
+		}
+		if len(rr.Differences) > 0 {
+			rr.Status = TranslatedWithDifference
+		}
+		r.Rules = append(r.Rules, rr)
+	}
+	for _, sk := range s.skipped {
+		rule := sk.From.Rule
+		if sk.From.AutogenOf != "" && rule != "" {
+			rule = sk.From.AutogenOf
+		}
+		if seen[rule] {
+			continue
+		}
+		seen[rule] = true
+		r.Rules = append(r.Rules, RuleReport{Rule: rule, Status: Refused,
+			Reason: fmt.Sprintf("%s:%d:%d: %s: %s", sk.Origin.File, sk.Origin.Line, sk.Origin.Column, sk.Feature, sk.Reason)})
+	}
+	return r
+}
+
+func appendNew(list []string, items ...string) []string {
+	for _, it := range items {
+		found := false
+		for _, l := range list {
+			found = found || l == it
+		}
+		if !found {
+			list = append(list, it)
+		}
+	}
+	return list
+}
+
+// WriteJSON writes the report as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteText writes the report for a reader: per policy, one line per
+// rule, then its differences and notes indented, then the tests and a
+// summary line.
+func (r *Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	for _, p := range r.Policies {
+		fmt.Fprintf(&b, "%s (%s) -> %s/\n", describe(ir.PolicyRef{Kind: p.Kind, Namespace: p.Namespace, Name: p.Name}), p.File, p.Dir)
+		for _, rule := range p.Rules {
+			name := rule.Rule
+			if name == "" {
+				name = "(policy)"
+			}
+			switch rule.Status {
+			case Refused:
+				fmt.Fprintf(&b, "  %-9s %s: %s\n", "REFUSED", name, rule.Reason)
+			case TranslatedWithDifference:
+				fmt.Fprintf(&b, "  %-9s %s -> %s\n", "DIFFERS", name, strings.Join(rule.Successors, ", "))
+			default:
+				fmt.Fprintf(&b, "  %-9s %s -> %s\n", "OK", name, strings.Join(rule.Successors, ", "))
+			}
+			for _, d := range rule.Differences {
+				fmt.Fprintf(&b, "            difference: %s\n", d)
+			}
+			for _, n := range rule.Notes {
+				fmt.Fprintf(&b, "            note: %s\n", n)
+			}
+		}
+	}
+	for _, t := range r.Tests {
+		if t.Skipped != "" {
+			fmt.Fprintf(&b, "test %s: not migrated: %s\n", t.Source, t.Skipped)
+			continue
+		}
+		fmt.Fprintf(&b, "test %s -> %s (%d results, %d changed for the successor kind, %d resources dropped)\n", t.Source, t.Output, t.Results, t.Changed, t.Dropped)
+	}
+	s := r.Summary
+	fmt.Fprintf(&b, "%d rules: %d translated, %d translated with a difference, %d refused\n", s.Translated+s.TranslatedWithDifference+s.Refused, s.Translated, s.TranslatedWithDifference, s.Refused)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
