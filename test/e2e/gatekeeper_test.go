@@ -167,7 +167,10 @@ func gkDryRunCreate(t *testing.T, obj *unstructured.Unstructured, ns string) ans
 }
 
 func mustRead(t *testing.T, file string) []byte {
-	data, err := os.ReadFile(repo + file)
+	if !filepath.IsAbs(file) {
+		file = repo + file
+	}
+	data, err := os.ReadFile(file)
 	require.NoError(t, err)
 	return data
 }

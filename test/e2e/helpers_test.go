@@ -72,7 +72,8 @@ func resourceFor(u *unstructured.Unstructured) (dynamic.ResourceInterface, error
 func clusterScoped(kind string) bool {
 	switch kind {
 	case "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding",
-		"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration", "Namespace", "ClusterRole", "ClusterRoleBinding":
+		"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration", "Namespace", "ClusterRole", "ClusterRoleBinding",
+		"ValidatingPolicy", "MutatingPolicy", "CustomResourceDefinition":
 		return true
 	}
 	return false

@@ -46,35 +46,44 @@ func TestKyvernoPoliciesAsVAPs(t *testing.T) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			stream, stderr, code := admitc(t, "compile", "--backend", "vap,map", "--policies", policy)
 			require.Equal(t, 0, code, stderr)
-			objs := decode(t, resources, mustRead(t, resources))
-			for _, o := range objs {
-				if o.GetNamespace() == "" && !clusterScoped(o.GetKind()) {
-					o.SetNamespace("default")
-				}
-				ensureNamespace(t, o.GetNamespace())
-			}
-			labels := liveNamespaceLabels(t, objs)
-			out, stderr, code := admitc(t, "test", "-o", "json", "--namespace-labels", labels, "--policies", policy, resources)
-			require.Contains(t, []int{0, 1}, code, stderr)
-			var doc struct {
-				Results []kyvernoOffline `json:"results"`
-			}
-			require.NoError(t, json.Unmarshal([]byte(out), &doc))
-			want := map[string]offline{}
-			for _, r := range doc.Results {
-				want[r.Kind+"/"+r.Namespace+"/"+r.Name] = r.offline
-			}
-			apply(t, stream, false)
-			defer deleteVAPs(t, stream)
-			for _, o := range objs {
-				w, ok := want[o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName()]
-				require.True(t, ok, "admitc test judged no %s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName())
-				assert.Empty(t, agreeOnAPIServer(t, resources, o, o.GetNamespace(), w), "%s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName())
-				compared++
-			}
+			compared += decideAsAdmitcTest(t, stream, policy, resources)
 		})
 	}
 	t.Logf("%d resources of %d Kyverno fixtures checked (those the API server refused outside admission are logged above)", compared, len(policies))
+}
+
+// decideAsAdmitcTest applies a VAP/MAP stream to the API server and checks
+// that every object of resources is decided as `admitc test --policies
+// policy` decides it: verdict, message and mutation. It returns how many
+// objects it checked.
+func decideAsAdmitcTest(t *testing.T, stream, policy, resources string) int {
+	t.Helper()
+	objs := decode(t, resources, mustRead(t, resources))
+	for _, o := range objs {
+		if o.GetNamespace() == "" && !clusterScoped(o.GetKind()) {
+			o.SetNamespace("default")
+		}
+		ensureNamespace(t, o.GetNamespace())
+	}
+	labels := liveNamespaceLabels(t, objs)
+	out, stderr, code := admitc(t, "test", "-o", "json", "--namespace-labels", labels, "--policies", policy, resources)
+	require.Contains(t, []int{0, 1}, code, stderr)
+	var doc struct {
+		Results []kyvernoOffline `json:"results"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	want := map[string]offline{}
+	for _, r := range doc.Results {
+		want[r.Kind+"/"+r.Namespace+"/"+r.Name] = r.offline
+	}
+	apply(t, stream, false)
+	defer deleteVAPs(t, stream)
+	for _, o := range objs {
+		w, ok := want[o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName()]
+		require.True(t, ok, "admitc test judged no %s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName())
+		assert.Empty(t, agreeOnAPIServer(t, resources, o, o.GetNamespace(), w), "%s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName())
+	}
+	return len(objs)
 }
 
 // liveNamespaceLabels writes the labels the API server holds for the
