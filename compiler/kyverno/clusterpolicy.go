@@ -276,4 +276,3 @@ func (r *reader) auditAnnotations(as []admissionregistrationv1.AuditAnnotation, 
 	}
 	return out
 }
-
