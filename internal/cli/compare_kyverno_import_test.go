@@ -34,21 +34,40 @@ func TestCompareKyvernoFixturesAgreeWithKyvernosEngine(t *testing.T) {
 			continue
 		}
 		compared++
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			out, stderr, _ := run(t, "compare", "-o", "json", "--policies", policy, "--kyverno-policies", policy,
-				filepath.Join(dir, ".kyverno-test", "resources.yaml"))
-			var doc struct {
-				Rows []struct {
-					Name        string   `json:"name"`
-					Differences []string `json:"differences"`
-				} `json:"rows"`
-			}
-			require.NoError(t, json.Unmarshal([]byte(out), &doc), stderr)
-			require.NotEmpty(t, doc.Rows, stderr)
-			for _, r := range doc.Rows {
-				assert.Empty(t, r.Differences, r.Name)
-			}
-		})
+		t.Run(filepath.Base(dir), func(t *testing.T) { assertKyvernoAgrees(t, policy, dir) })
 	}
 	assert.GreaterOrEqual(t, compared, 15)
+}
+
+// Every validate.pattern and anyPattern fixture, imported by admitc and
+// run by Kyverno's own engine on the original, decides every fixture
+// resource (Pods, Deployments, CronJobs; pass, fail and skip) the same way.
+func TestComparePatternFixturesAgreeWithKyvernosEngine(t *testing.T) {
+	policies, err := filepath.Glob(fixtures + "kyverno-pattern/*/policy.yaml")
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(policies), 12)
+	for _, policy := range policies {
+		dir := filepath.Dir(policy)
+		t.Run(filepath.Base(dir), func(t *testing.T) { assertKyvernoAgrees(t, policy, dir) })
+	}
+}
+
+// assertKyvernoAgrees runs compare on the fixture's resources with admitc's
+// import of policy and Kyverno's engine on the original, and fails on any
+// row with a difference.
+func assertKyvernoAgrees(t *testing.T, policy, dir string) {
+	t.Helper()
+	out, stderr, _ := run(t, "compare", "-o", "json", "--policies", policy, "--kyverno-policies", policy,
+		filepath.Join(dir, ".kyverno-test", "resources.yaml"))
+	var doc struct {
+		Rows []struct {
+			Name        string   `json:"name"`
+			Differences []string `json:"differences"`
+		} `json:"rows"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &doc), stderr)
+	require.NotEmpty(t, doc.Rows, stderr)
+	for _, r := range doc.Rows {
+		assert.Empty(t, r.Differences, r.Name)
+	}
 }
