@@ -102,6 +102,10 @@ func (r *reader) rule(p *clusterPolicyObject, c computedRule) {
 			return
 		}
 		pol.MatchConstraints.ResourceRules = withoutDelete(pol.MatchConstraints.ResourceRules)
+		if len(pol.MatchConstraints.ResourceRules) == 0 {
+			r.skip(ref, path+".match", "pattern rule on DELETE only", "Kyverno's validate handler does not evaluate a pattern rule on DELETE, so this rule never gives a response")
+			return
+		}
 		if fp := p.Spec.FailurePolicy; fp != nil && *fp == kyvernov1.Ignore {
 			pol.FailurePolicy = ir.Ignore
 		}

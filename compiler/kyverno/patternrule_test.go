@@ -51,13 +51,21 @@ spec:
             imagePullPolicy: Always
 `
 
+// engines caches an engine per policy variant.
+var engines = map[string]*runtime.Engine{}
+
 func patternEngine(t *testing.T, action, existing, failure string) *runtime.Engine {
 	t.Helper()
+	key := action + existing + failure
+	if e, ok := engines[key]; ok {
+		return e
+	}
 	src := strings.NewReplacer("ACTION", action, "EXISTING", existing, "FAILURE", failure).Replace(hostNetworkPolicy)
 	set, diags := compiler.Compile([]compiler.Source{{Name: "p.yaml", Data: []byte(src)}}, compiler.Options{})
 	require.Empty(t, diags)
 	e, err := runtime.NewEngine(set)
 	require.NoError(t, err)
+	engines[key] = e
 	return e
 }
 
@@ -125,4 +133,27 @@ func TestPatternRuleOperations(t *testing.T) {
 			assert.Equal(t, tc.skip, skipped)
 		})
 	}
+}
+
+// A pattern rule that matches DELETE only never runs in Kyverno: it is
+// left out with its reason, not compiled to a policy that matches nothing.
+func TestPatternRuleOnDeleteOnlyIsSkipped(t *testing.T) {
+	src := strings.Replace(strings.NewReplacer("ACTION", "Enforce", "EXISTING", "true", "FAILURE", "Fail").Replace(hostNetworkPolicy),
+		"          kinds: [Pod]\n    validate:\n      failureAction: Enforce\n      allowExistingViolations",
+		"          kinds: [Pod]\n          operations: [DELETE]\n    validate:\n      failureAction: Enforce\n      allowExistingViolations", 1)
+	set, diags := compiler.Compile([]compiler.Source{{Name: "p.yaml", Data: []byte(src)}}, compiler.Options{KeepGoing: true})
+	require.Empty(t, diags)
+	require.Len(t, set.Skipped, 3, "the rule and its two autogen rules")
+	assert.Equal(t, "no-host-network", set.Skipped[0].From.Rule)
+	assert.Equal(t, "pattern rule on DELETE only", set.Skipped[0].Feature)
+	assert.Equal(t, 10, set.Skipped[0].Origin.Line)
+	assert.Equal(t, []string{"host-network.pull-always", "host-network.autogen-pull-always", "host-network.autogen-cronjob-pull-always"}, policyNames(set.Policies))
+}
+
+func policyNames(ps []ir.Policy) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.Name)
+	}
+	return out
 }
