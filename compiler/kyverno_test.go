@@ -47,7 +47,7 @@ spec:
     validate:
       pattern:
         spec:
-          hostNetwork: false
+          hostname: "{{ request.object.metadata.name }}"
 `
 
 func names(set *ir.PolicySet) []string {
@@ -63,7 +63,7 @@ func TestKyvernoRefusalsAreErrorsUnlessKeepGoing(t *testing.T) {
 	_, diags := Compile([]Source{src}, Options{})
 	require.Len(t, diags, 2)
 	assert.Equal(t, `pss.yaml:24:5: spec.rules[1].context: context.apiCall: a rule's context is loaded by Kyverno at admission (API calls, ConfigMaps, registries, JMESPath variables); an admission policy cannot load it and admitc does not evaluate JMESPath (ClusterPolicy "pss" rule "from-api"); admitc compile --keep-going emits the rest`, diags[0].String())
-	assert.Equal(t, `pss.yaml:38:9: spec.rules[2].validate.pattern: validate.pattern: pattern rules are not translated yet (validate.cel rules are) (ClusterPolicy "pss" rule "pattern"); admitc compile --keep-going emits the rest`, diags[1].String())
+	assert.Equal(t, `pss.yaml:39:21: spec.rules[2].validate.pattern.spec.hostname: validate.pattern construct: variables {{ }} and references $( ) in pattern values are not translated (ClusterPolicy "pss" rule "pattern"); admitc compile --keep-going emits the rest`, diags[1].String())
 
 	set, diags := Compile([]Source{src}, Options{KeepGoing: true})
 	require.Empty(t, diags)
@@ -72,8 +72,8 @@ func TestKyvernoRefusalsAreErrorsUnlessKeepGoing(t *testing.T) {
 	for _, s := range set.Skipped {
 		skipped = append(skipped, s.From.Rule+": "+s.Feature)
 	}
-	assert.Equal(t, []string{"from-api: context.apiCall", "pattern: validate.pattern", "autogen-from-api: context.apiCall", "autogen-cronjob-from-api: context.apiCall",
-		"autogen-pattern: validate.pattern", "autogen-cronjob-pattern: validate.pattern"}, skipped)
+	assert.Equal(t, []string{"from-api: context.apiCall", "pattern: validate.pattern construct", "autogen-from-api: context.apiCall", "autogen-cronjob-from-api: context.apiCall",
+		"autogen-pattern: validate.pattern construct", "autogen-cronjob-pattern: validate.pattern construct"}, skipped)
 	cron := set.Policies[2]
 	assert.Equal(t, "object.spec.jobTemplate.spec.template.spec.containers.all(c, !has(c.securityContext) || c.securityContext.?privileged.orValue(false) == false)", cron.Validations[0].Expression)
 	assert.Equal(t, []ir.Action{ir.Deny}, cron.Bindings[0].Actions)

@@ -199,7 +199,7 @@ func generateRuleForControllers(rule kyvernov1.Rule, controllers string) *kyvern
 			controllers = strings.Join(valid, ",")
 		}
 	}
-	return generateRule(autogenRuleName("autogen", rule.Name), &rule, splitKinds(controllers), func(fs kyvernov1.ResourceFilters, kinds []string) kyvernov1.ResourceFilters {
+	return generateRule(autogenRuleName("autogen", rule.Name), &rule, "template", splitKinds(controllers), func(fs kyvernov1.ResourceFilters, kinds []string) kyvernov1.ResourceFilters {
 		out := fs.DeepCopy()
 		for i, f := range fs {
 			if containsKind(f.Kinds, "Pod") {
@@ -216,7 +216,7 @@ func generateCronJobRule(rule kyvernov1.Rule, controllers string) *kyvernov1.Rul
 	if !strings.Contains(controllers, "CronJob") && !strings.Contains(controllers, "all") {
 		return nil
 	}
-	return generateRule(autogenRuleName("autogen-cronjob", rule.Name), generateRuleForControllers(rule, controllers), []string{"CronJob"}, func(fs kyvernov1.ResourceFilters, kinds []string) kyvernov1.ResourceFilters {
+	return generateRule(autogenRuleName("autogen-cronjob", rule.Name), generateRuleForControllers(rule, controllers), "jobTemplate", []string{"CronJob"}, func(fs kyvernov1.ResourceFilters, kinds []string) kyvernov1.ResourceFilters {
 		out := fs.DeepCopy()
 		for i := range out {
 			out[i].Kinds = convertKindsToGVK(kinds)
@@ -225,9 +225,10 @@ func generateCronJobRule(rule kyvernov1.Rule, controllers string) *kyvernov1.Rul
 	})
 }
 
-// generateRule renames rule and points its kinds at kinds; like Kyverno it
-// makes no rule when the rule has nothing autogen knows how to carry over.
-func generateRule(name string, rule *kyvernov1.Rule, kinds []string, filters func(kyvernov1.ResourceFilters, []string) kyvernov1.ResourceFilters) *kyvernov1.Rule {
+// generateRule renames rule, points its kinds at kinds and moves a pattern
+// under spec.<tplKey>; like Kyverno it makes no rule when the rule has
+// nothing autogen knows how to carry over.
+func generateRule(name string, rule *kyvernov1.Rule, tplKey string, kinds []string, filters func(kyvernov1.ResourceFilters, []string) kyvernov1.ResourceFilters) *kyvernov1.Rule {
 	if rule == nil || !autogenCarries(rule) {
 		return nil
 	}
@@ -251,7 +252,36 @@ func generateRule(name string, rule *kyvernov1.Rule, kinds []string, filters fun
 			e.Kinds = convertKindsToGVK(kinds)
 		}
 	}
+	if v := rule.Validation; v != nil && rule.Mutation == nil {
+		rule.Validation = nestPatterns(v, tplKey)
+	}
 	return rule
+}
+
+// nestPatterns is generateRule's validate branch for pattern and
+// anyPattern: each pattern p becomes {spec: {tplKey: p}}, and the new
+// validate keeps only the message and the failure settings. Kyverno also
+// shifts $( ) references in the message, which admitc refuses. Other
+// validations are kept as they are.
+func nestPatterns(v *kyvernov1.Validation, tplKey string) *kyvernov1.Validation {
+	nest := func(p any) any { return map[string]any{"spec": map[string]any{tplKey: p}} }
+	out := &kyvernov1.Validation{Message: v.Message, FailureAction: v.FailureAction, FailureActionOverrides: v.FailureActionOverrides, AllowExistingViolations: v.AllowExistingViolations}
+	switch {
+	case v.GetPattern() != nil:
+		out.SetPattern(nest(v.GetPattern()))
+	case v.Deny != nil || v.PodSecurity != nil:
+		return v
+	case v.GetAnyPattern() != nil:
+		ps, _ := v.GetAnyPattern().([]any)
+		var nested []any
+		for _, p := range ps {
+			nested = append(nested, nest(p))
+		}
+		out.SetAnyPattern(nested)
+	default:
+		return v
+	}
+	return out
 }
 
 // autogenCarries says whether Kyverno's generateRule returns a rule: a

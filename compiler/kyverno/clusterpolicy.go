@@ -80,12 +80,10 @@ func (r *reader) rule(p *clusterPolicyObject, c computedRule) {
 		return
 	}
 	v := c.rule.Validation
-	cel := v.CEL
 	name := irName(ref)
 	pol := &ir.Policy{
 		Name: name, Type: Type, Kind: ir.Validating, Origin: r.origin(path),
 		FailurePolicy: ir.Fail, MatchConstraints: m.constraints, From: &ref,
-		Variables: r.variables(cel.Variables, path+".validate.cel.variables"),
 	}
 	if m.condition != "" {
 		o := r.origin(path + ".match")
@@ -93,23 +91,49 @@ func (r *reader) rule(p *clusterPolicyObject, c computedRule) {
 		pol.MatchConditions = append(pol.MatchConditions, ir.NamedExpression{Name: MatchConditionName, Expression: m.condition, Origin: o})
 	}
 	pol.MatchConditions = append(pol.MatchConditions, r.conditions(c.rule.CELPreconditions, path+".celPreconditions")...)
+	actions := failureActions(&p.Spec, v)
+	b := ir.Binding{Name: name, Origin: pol.Origin, Actions: actions}
+	if v.CEL != nil {
+		b.ParamRef = apiconv.FromParamRef(v.CEL.ParamRef)
+		r.celRule(pol, c, path, &p.Spec)
+	} else {
+		if f := r.patternRule(pol, c, path, m, actions[0] == ir.Deny); f != nil {
+			r.skip(ref, f.path, f.feature, "%s", f.why)
+			return
+		}
+		pol.MatchConstraints.ResourceRules = withoutDelete(pol.MatchConstraints.ResourceRules)
+		if len(pol.MatchConstraints.ResourceRules) == 0 {
+			r.skip(ref, path+".match", "pattern rule on DELETE only", "Kyverno's validate handler does not evaluate a pattern rule on DELETE, so this rule never gives a response")
+			return
+		}
+		if fp := p.Spec.FailurePolicy; fp != nil && *fp == kyvernov1.Ignore {
+			pol.FailurePolicy = ir.Ignore
+		}
+	}
+	pol.Bindings = []ir.Binding{b}
+	if pol.ParamKind != nil && b.ParamRef == nil {
+		r.errorf(path+".validate.cel", "paramKind needs a paramRef: the parameter objects this rule reads")
+	}
+	r.policies = append(r.policies, pol)
+}
+
+// celRule fills pol with a validate.cel rule's variables, validations,
+// audit annotations and paramKind.
+func (r *reader) celRule(pol *ir.Policy, c computedRule, path string, spec *kyvernov1.Spec) {
+	v := c.rule.Validation
+	cel := v.CEL
+	pol.Variables = r.variables(cel.Variables, path+".validate.cel.variables")
 	pol.Validations = r.validations(cel.Expressions, v.Message, path+".validate.cel.expressions")
 	pol.AuditAnnotations = r.auditAnnotations(cel.AuditAnnotations, path+".validate.cel.auditAnnotations")
 	if cel.ParamKind != nil {
 		pol.ParamKind = &ir.ParamKind{APIVersion: cel.ParamKind.APIVersion, Kind: cel.ParamKind.Kind}
 	}
-	b := ir.Binding{Name: name, Origin: pol.Origin, Actions: failureActions(&p.Spec, v), ParamRef: apiconv.FromParamRef(cel.ParamRef)}
-	if pol.ParamKind != nil && b.ParamRef == nil {
-		r.errorf(path+".validate.cel", "paramKind needs a paramRef: the parameter objects this rule reads")
-	}
-	pol.Bindings = []ir.Binding{b}
 	if len(pol.Validations) == 0 && len(pol.AuditAnnotations) == 0 {
 		r.errorf(path+".validate.cel", "validate.cel needs expressions or auditAnnotations")
 	}
-	if fp := p.Spec.FailurePolicy; fp != nil && *fp == kyvernov1.Ignore {
+	if fp := spec.FailurePolicy; fp != nil && *fp == kyvernov1.Ignore {
 		pol.Notes = append(pol.Notes, "spec.failurePolicy Ignore is what Kyverno's webhook does when Kyverno is unreachable; a CEL error in a validate.cel rule still fails the rule, so this policy has failurePolicy Fail")
 	}
-	r.policies = append(r.policies, pol)
 }
 
 // failureActions are a rule's validationActions, as Kyverno's webhook acts:
@@ -163,10 +187,8 @@ func ruleRefusal(rule kyvernov1.Rule, path string) *refusal {
 	v := rule.Validation
 	vp := path + ".validate"
 	switch {
-	case v.GetPattern() != nil:
-		return &refusal{"validate.pattern", vp + ".pattern", "pattern rules are not translated yet (validate.cel rules are)"}
-	case v.GetAnyPattern() != nil:
-		return &refusal{"validate.anyPattern", vp + ".anyPattern", "anyPattern rules are not translated yet (validate.cel rules are)"}
+	case len(v.FailureActionOverrides) > 0:
+		return &refusal{"validate.failureActionOverrides", vp + ".failureActionOverrides", "per-namespace actions are not translated yet"}
 	case v.Deny != nil:
 		return &refusal{"validate.deny", vp + ".deny", "deny rules (JMESPath conditions) are not translated yet (validate.cel rules are)"}
 	case len(v.ForEachValidation) > 0:
@@ -177,10 +199,19 @@ func ruleRefusal(rule kyvernov1.Rule, path string) *refusal {
 		return &refusal{"validate.manifests", vp + ".manifests", "manifest signatures are verified with keys Kyverno fetches at admission"}
 	case v.DeprecatedAssert != nil:
 		return &refusal{"validate.assert", vp + ".assert", "kyverno-json assertion trees are not translated"}
+	case v.GetPattern() != nil || v.GetAnyPattern() != nil:
+		return messageRefusal(v.Message, vp)
 	case v.CEL == nil:
 		return &refusal{"validate without cel", vp, "the validate block has no check admitc reads"}
-	case len(v.FailureActionOverrides) > 0:
-		return &refusal{"validate.failureActionOverrides", vp + ".failureActionOverrides", "per-namespace actions are not translated yet"}
+	}
+	return nil
+}
+
+// messageRefusal refuses a pattern rule's message with {{ }} variables or
+// $( ) references: Kyverno substitutes them from request data first.
+func messageRefusal(message, vp string) *refusal {
+	if strings.Contains(message, "{{") || strings.Contains(message, "$(") {
+		return &refusal{"validate.message variables", vp + ".message", "{{ }} variables and $( ) references in a pattern rule's message are not translated yet"}
 	}
 	return nil
 }
@@ -249,5 +280,3 @@ func (r *reader) auditAnnotations(as []admissionregistrationv1.AuditAnnotation, 
 	}
 	return out
 }
-
-var _ = strings.TrimSpace

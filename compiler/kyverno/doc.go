@@ -15,12 +15,22 @@
 //     operations and subjects. Autogen is Kyverno's own (pkg/autogen/v1):
 //     the same controllers, annotation, rule names and text rewrite, each
 //     generated rule one more IR policy.
+//   - kyverno.io/v1 ClusterPolicy and Policy whose rules are
+//     validate.pattern or validate.anyPattern: the same policy per rule,
+//     whose variables hold the pattern's result as the pattern subpackage
+//     translates it (PatternVariable, PatternBeforeVariable for Enforce
+//     rules on UPDATE, OutcomeVariable), with one validation that fails on
+//     Kyverno's fail and raises an evaluation error on its engine error,
+//     and the audit annotation SkipAnnotation on skip; DELETE is not
+//     matched, as Kyverno's validate handler gives no response on it.
+//     Autogen nests the pattern under the pod template as Kyverno does.
 //   - policies.kyverno.io ValidatingPolicy and MutatingPolicy in v1alpha1,
 //     v1beta1 and v1: one imported policy each, VAP- and MAP-shaped, plus
 //     one per autogen target group (pkg/cel/policies/*/autogen).
 //
 // A rule or policy that needs something admitc cannot evaluate offline
-// (rule context, JMESPath preconditions, pattern and deny rules, mutate,
+// (rule context, JMESPath preconditions, deny and foreach rules, {{ }}
+// variables in patterns and messages, mutate,
 // generate, verifyImages, Kyverno-only CEL libraries, roles and
 // clusterRoles) is refused with its place, the feature's name and why, and
 // the rest of the document still compiles: refusals are returned as
@@ -30,7 +40,7 @@
 // Every IR policy carries an ir.PolicyRef naming its Kyverno policy and
 // rule, so a test runner can report in Kyverno's names.
 //
-// The package imports the IR, compiler/source, internal/diag,
-// internal/apiconv and Kyverno's API types (not its engine); never a
-// backend or the runtime.
+// The package imports the IR, compiler/source, compiler/kyverno/pattern,
+// internal/diag, internal/apiconv and Kyverno's API types (not its
+// engine); never a backend or the runtime.
 package kyverno

@@ -161,6 +161,29 @@ func TestVerifyKyvernoExamplesPassEverything(t *testing.T) {
 	assert.True(t, kinds["Pod"]["skip"] && kinds["Deployment"]["error"])
 }
 
+// The pattern fixtures' expectations are Kyverno's own (kyverno test
+// v1.19.1 passes them all): pass, fail and skip, for Pods and both autogen
+// twins.
+func TestVerifyKyvernoPatternExamplesPassEverything(t *testing.T) {
+	out, stderr, code := run(t, "verify", "-o", "json", fixtures+"kyverno-pattern/")
+	require.Equal(t, ExitOK, code, out+stderr)
+	var rep struct {
+		Results []struct {
+			Test, Case, Expected, Outcome string
+		} `json:"results"`
+		Summary map[string]int `json:"summary"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	assert.Equal(t, map[string]int{"passed": 240, "failed": 0, "unsupported": 0, "errors": 0}, rep.Summary)
+	expected := map[string]bool{}
+	for _, r := range rep.Results {
+		expected[strings.Split(r.Case, "/")[0]+" "+r.Expected] = true
+	}
+	for _, k := range []string{"Pod", "Deployment", "CronJob"} {
+		assert.True(t, expected[k+" pass"] && expected[k+" fail"] && expected[k+" skip"], "%s: pass, fail and skip", k)
+	}
+}
+
 func TestVerifyKyvernoPlantedWrongExpectation(t *testing.T) {
 	out, _, code := run(t, "verify", verifyData+"kyverno-wrong")
 	assert.Equal(t, ExitFailed, code)

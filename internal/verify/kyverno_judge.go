@@ -227,6 +227,9 @@ func (s *kyvernoSuite) response(run *evaluationRun, p *ir.Policy) (ruleResponse,
 		rr.status, rr.message = statusSkip, "celPreconditions or matchConditions not met"
 	case runtime.Passed, runtime.NoParams, runtime.Mutated, runtime.Unchanged:
 		rr.status = statusPass
+		if why, ok := result.AuditAnnotations[p.Name+"."+kyverno.SkipAnnotation]; ok {
+			rr.status, rr.message = statusSkip, why
+		}
 	case runtime.Failed:
 		rr.status, rr.message = statusError, detail
 	case runtime.Violated:
@@ -238,20 +241,32 @@ func (s *kyvernoSuite) response(run *evaluationRun, p *ir.Policy) (ruleResponse,
 }
 
 // violationStatus is fail, or error when the first violation (in the
-// order of validations) is an evaluation error of a ruleless policy, a
-// mutation's failure, or a missing parameter object.
+// order of validations) is an evaluation error of a ruleless policy or of
+// a pattern rule (Kyverno's engine error), a mutation's failure, or a
+// missing parameter object.
 func violationStatus(result *runtime.Result, p *ir.Policy) (string, string) {
 	for _, v := range result.Violations {
 		if v.Policy != p.Name {
 			continue
 		}
 		configError := strings.HasPrefix(v.Message, "failed to configure")
-		if v.Error && (p.From.Rule == "" || configError || p.Kind == ir.Mutating) {
+		if v.Error && (p.From.Rule == "" || configError || p.Kind == ir.Mutating || isPatternRule(p)) {
 			return statusError, v.Message
 		}
 		return statusFail, v.Message
 	}
 	return statusFail, ""
+}
+
+// isPatternRule says whether p is a ClusterPolicy validate.pattern or
+// anyPattern rule: its evaluation error is Kyverno's engine error.
+func isPatternRule(p *ir.Policy) bool {
+	for _, v := range p.Variables {
+		if v.Name == kyverno.PatternVariable {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *kyvernoSuite) probeMatched(run *evaluationRun, p *ir.Policy) bool {
