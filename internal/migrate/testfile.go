@@ -221,7 +221,8 @@ type answer struct {
 
 // answers are, per resource of result i (in order), the answer of each
 // successor that stands for a policy of its family: a response's status
-// (fail as error for an evaluation error), skip when only the generated
+// (fail as error for an evaluation error, pass for a pattern's
+// conditional-anchor skip), skip when only the generated
 // match condition left it out, "" when no successor answers.
 func answers(outcomes []verify.KyvernoOutcome, i int, successors map[string]successorRef) []answer {
 	var out []answer
@@ -245,6 +246,8 @@ func answers(outcomes []verify.KyvernoOutcome, i int, successors map[string]succ
 		switch {
 		case o.Answer == verify.Responded && o.EvaluationError:
 			out[j].status = "error"
+		case o.Answer == verify.Responded && o.PatternSkip:
+			out[j].status = "pass" // a ValidatingPolicy has no conditional-anchor skip
 		case o.Answer == verify.Responded:
 			out[j].status = o.Status
 		case o.Answer == verify.Excluded && out[j].status == "":

@@ -28,6 +28,10 @@ type ruleResponse struct {
 	status string
 	// message is the violation or the reason, for the report.
 	message string
+	// patternSkip says a pattern rule's conditional anchor skipped: a
+	// ClusterPolicy rule's own outcome, which a successor without rules
+	// (ValidatingPolicy) reports as pass.
+	patternSkip bool
 }
 
 // judge checks one expected result against every resource it names, one
@@ -227,8 +231,10 @@ func (s *kyvernoSuite) response(run *evaluationRun, p *ir.Policy) (ruleResponse,
 		rr.status, rr.message = statusSkip, "celPreconditions or matchConditions not met"
 	case runtime.Passed, runtime.NoParams, runtime.Mutated, runtime.Unchanged:
 		rr.status = statusPass
-		if why, ok := result.AuditAnnotations[p.Name+"."+kyverno.SkipAnnotation]; ok {
-			rr.status, rr.message = statusSkip, why
+		if why, ok := result.AuditAnnotations[p.Name+"."+kyverno.SkipAnnotation]; ok && p.From != nil && p.From.Rule != "" {
+			// Only a rule reports a pattern's skip; a ruleless policy
+			// (ValidatingPolicy) carrying the same annotation passes.
+			rr.status, rr.message, rr.patternSkip = statusSkip, why, true
 		}
 	case runtime.Failed:
 		rr.status, rr.message = statusError, detail

@@ -50,6 +50,9 @@ type KyvernoOutcome struct {
 	// EvaluationError says a fail is a CEL evaluation error (a ruleless
 	// policy reports it as error).
 	EvaluationError bool
+	// PatternSkip says a skip came from a pattern rule's conditional
+	// anchor (a successor without rules passes instead).
+	PatternSkip bool
 }
 
 // KyvernoTestFile is a Kyverno test file as written, for rewriting; only
@@ -115,6 +118,7 @@ func (s *kyvernoSuite) outcome(run *evaluationRun, p *ir.Policy, out KyvernoOutc
 	if matched {
 		out.Answer, out.Status = Responded, rr.status
 		out.EvaluationError = rr.status == statusFail && evaluationError(run, p)
+		out.PatternSkip = rr.patternSkip
 		return out
 	}
 	out.Answer = NotMatched

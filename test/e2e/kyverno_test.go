@@ -24,8 +24,8 @@ type kyvernoOffline struct {
 	Namespace string `json:"namespace"`
 }
 
-// TestKyvernoPoliciesAsVAPs compiles every Kyverno fixture (ClusterPolicy,
-// Policy, ValidatingPolicy, MutatingPolicy) with --backend vap,map, applies
+// TestKyvernoPoliciesAsVAPs compiles every Kyverno fixture (ClusterPolicy
+// with validate.cel or pattern rules, Policy, ValidatingPolicy, MutatingPolicy) with --backend vap,map, applies
 // the output to the API server, and checks that every resource of the
 // fixture's Kyverno test is decided as `admitc test` decides it on the
 // original policy: verdict, message and mutation. Namespaces are created
@@ -34,6 +34,9 @@ type kyvernoOffline struct {
 func TestKyvernoPoliciesAsVAPs(t *testing.T) {
 	policies, err := filepath.Glob(repo + "examples/kyverno/*/policy.yaml")
 	require.NoError(t, err)
+	patterns, err := filepath.Glob(repo + "examples/kyverno-pattern/*/policy.yaml")
+	require.NoError(t, err)
+	policies = append(policies, patterns...)
 	require.NotEmpty(t, policies)
 	compared := 0
 	for _, abs := range policies {
