@@ -78,10 +78,11 @@ func (k *Kyverno) context(p *kyvernov1.ClusterPolicy, resource unstructured.Unst
 
 // Admit implements Engine.
 func (k *Kyverno) Admit(ctx context.Context, obj *unstructured.Unstructured, namespace string) (Result, error) {
-	before := obj.DeepCopy()
-	// Kyverno matches rules on the object's own namespace; the request's
-	// namespace is set for the evaluation and taken off the result again.
+	// The API server sets the request's namespace on the object before
+	// admission (and Kyverno matches rules on the object's own namespace),
+	// so every engine sees, and returns, the object with it.
 	obj.SetNamespace(namespace)
+	before := obj.DeepCopy()
 	resource := *obj
 	r := Result{Engine: "kyverno", Verdict: Allowed}
 	var denials, warnings []string
@@ -115,7 +116,6 @@ func (k *Kyverno) Admit(ctx context.Context, obj *unstructured.Unstructured, nam
 			warnings = append(warnings, failed...)
 		}
 	}
-	resource.SetNamespace(before.GetNamespace())
 	r.Object = &resource
 	r.Mutated = !sameObject(before, &resource)
 	switch {
