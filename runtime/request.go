@@ -48,7 +48,7 @@ func RequestFor(obj, old *unstructured.Unstructured, namespace string) *Request 
 	if obj.GetNamespace() != "" {
 		namespace = obj.GetNamespace()
 	}
-	if isClusterScoped(gvk.Kind) {
+	if isClusterScoped(gvk) {
 		namespace = ""
 	}
 	// The API server sets a namespaced object's metadata.namespace to the
@@ -68,7 +68,39 @@ func RequestFor(obj, old *unstructured.Unstructured, namespace string) *Request 
 	}
 }
 
-func isClusterScoped(kind string) bool { return kind == "Namespace" }
+// isClusterScoped says whether objects of gvk have no namespace: the
+// cluster-scoped kinds of Kubernetes, and of the policy engines admitc
+// reads. Any other kind is taken as namespaced, as kubectl does for an
+// unknown kind with a namespace.
+func isClusterScoped(gvk schema.GroupVersionKind) bool {
+	return gvk.Group == "constraints.gatekeeper.sh" || clusterScoped[schema.GroupKind{Group: gvk.Group, Kind: gvk.Kind}]
+}
+
+var clusterScoped = map[schema.GroupKind]bool{}
+
+func init() {
+	for group, kinds := range map[string][]string{
+		"":                             {"Namespace", "Node", "PersistentVolume", "ComponentStatus"},
+		"rbac.authorization.k8s.io":    {"ClusterRole", "ClusterRoleBinding"},
+		"admissionregistration.k8s.io": {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding", "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"},
+		"apiextensions.k8s.io":         {"CustomResourceDefinition"},
+		"apiregistration.k8s.io":       {"APIService"},
+		"storage.k8s.io":               {"StorageClass", "CSIDriver", "CSINode", "VolumeAttachment", "VolumeAttributesClass"},
+		"scheduling.k8s.io":            {"PriorityClass"},
+		"node.k8s.io":                  {"RuntimeClass"},
+		"networking.k8s.io":            {"IngressClass", "IPAddress", "ServiceCIDR"},
+		"certificates.k8s.io":          {"CertificateSigningRequest", "ClusterTrustBundle"},
+		"flowcontrol.apiserver.k8s.io": {"FlowSchema", "PriorityLevelConfiguration"},
+		"resource.k8s.io":              {"DeviceClass"},
+		"kyverno.io":                   {"ClusterPolicy", "ClusterCleanupPolicy"},
+		"policies.kyverno.io":          {"ValidatingPolicy", "MutatingPolicy", "GeneratingPolicy", "ImageValidatingPolicy", "DeletingPolicy"},
+		"templates.gatekeeper.sh":      {"ConstraintTemplate"},
+	} {
+		for _, k := range kinds {
+			clusterScoped[schema.GroupKind{Group: group, Kind: k}] = true
+		}
+	}
+}
 
 // withNamespace returns obj with metadata.namespace set to namespace when
 // it names none (a copy; obj itself is not changed).
