@@ -5,28 +5,12 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/admitc/admitc/internal/celenv"
 	"github.com/admitc/admitc/ir"
 )
 
 // celString quotes s as a CEL single-quoted string literal.
-func celString(s string) string {
-	var b strings.Builder
-	b.WriteByte('\'')
-	for _, r := range s {
-		switch {
-		case r == '\\':
-			b.WriteString(`\\`)
-		case r == '\'':
-			b.WriteString(`\'`)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('\'')
-	return b.String()
-}
+func celString(s string) string { return celenv.Quote(s) }
 
 // celStringList renders a CEL list literal of strings.
 func celStringList(items []string) string {

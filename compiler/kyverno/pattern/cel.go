@@ -1,31 +1,13 @@
 package pattern
 
 import (
-	"fmt"
 	"strings"
+
+	"github.com/admitc/admitc/internal/celenv"
 )
 
 // quote renders s as a CEL single-quoted string literal.
-func quote(s string) string {
-	var b strings.Builder
-	b.WriteByte('\'')
-	for _, r := range s {
-		switch {
-		case r == '\\':
-			b.WriteString(`\\`)
-		case r == '\'':
-			b.WriteString(`\'`)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('\'')
-	return b.String()
-}
+func quote(s string) string { return celenv.Quote(s) }
 
 // kpath is a Kyverno failure path ("/spec/containers/0/image/") under
 // construction: literal parts and CEL expressions (list indexes) that
