@@ -100,15 +100,7 @@ func importedOffline(t *testing.T, labels, ns string) map[string]offline {
 	}
 	out, stderr, code := admitc(t, args...)
 	require.Contains(t, []int{0, 1}, code, stderr)
-	var doc struct {
-		Results []offline `json:"results"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(out), &doc))
-	byName := map[string]offline{}
-	for _, r := range doc.Results {
-		byName[r.Name] = r
-	}
-	return byName
+	return parseOffline(t, out)
 }
 
 // deleteImported removes the imported policy and its bindings, written

@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -38,15 +37,7 @@ func admitcTest(t *testing.T, policies string, files ...string) map[string]offli
 	t.Helper()
 	out, stderr, code := admitc(t, append([]string{"test", "-o", "json", "--namespace", "shop", "--policies", policies}, files...)...)
 	require.Contains(t, []int{0, 1}, code, stderr)
-	var doc struct {
-		Results []offline `json:"results"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(out), &doc))
-	byName := map[string]offline{}
-	for _, r := range doc.Results {
-		byName[r.Name] = r
-	}
-	return byName
+	return parseOffline(t, out)
 }
 
 // The manifests the API server judges on create (ephemeral containers cannot
