@@ -31,11 +31,41 @@ type Engine struct {
 	// usesNamespace is true when some expression reads namespaceObject;
 	// otherwise building it (a conversion per evaluation) is skipped.
 	usesNamespace bool
+	path          Path
 }
 
+// Path is how an engine evaluates validating policies' CEL.
+type Path string
+
+const (
+	// FastPath evaluates every expression with the API server's compiled
+	// programs, cost limits and error texts, over inputs converted once per
+	// review and variables shared between policies (fastcel.go).
+	FastPath Path = "fast"
+	// ReferencePath calls the API server's validator for each policy, as
+	// its validating admission policy plugin does: the reference the fast
+	// path is tested against.
+	ReferencePath Path = "reference"
+)
+
+// Paths are the evaluation paths an engine offers, by name.
+var Paths = []Path{FastPath, ReferencePath}
+
+// EngineOption configures an engine.
+type EngineOption func(*Engine)
+
+// WithPath selects the evaluation path (FastPath when not given).
+func WithPath(p Path) EngineOption { return func(e *Engine) { e.path = p } }
+
 // NewEngine compiles every policy of set for evaluation.
-func NewEngine(set *ir.PolicySet) (*Engine, error) {
-	e := &Engine{set: set, usesNamespace: mentions(set, "namespaceObject")}
+func NewEngine(set *ir.PolicySet, opts ...EngineOption) (*Engine, error) {
+	e := &Engine{set: set, usesNamespace: mentions(set, "namespaceObject"), path: FastPath}
+	for _, o := range opts {
+		o(e)
+	}
+	if e.path != FastPath && e.path != ReferencePath {
+		return nil, fmt.Errorf("unknown evaluation path %q (want %q or %q)", e.path, FastPath, ReferencePath)
+	}
 	for i := range set.Policies {
 		c, err := celenv.Compile(&set.Policies[i])
 		if err != nil {
@@ -44,6 +74,13 @@ func NewEngine(set *ir.PolicySet) (*Engine, error) {
 		e.compiled = append(e.compiled, c)
 	}
 	return e, nil
+}
+
+// OnPath returns an engine evaluating the same compiled policies on path p.
+func (e *Engine) OnPath(p Path) *Engine {
+	c := *e
+	c.path = p
+	return &c
 }
 
 // PolicySet returns the set the engine evaluates.
@@ -84,6 +121,8 @@ type evaluation struct {
 	ns       *corev1.Namespace
 	nsLoaded bool
 	match    *matching.Matcher
+	// review is what the fast path shares between the review's policies.
+	review *reviewState
 }
 
 func (e *Engine) newEvaluation(ctx context.Context, req *Request, obj *unstructured.Unstructured) *evaluation {
@@ -190,8 +229,18 @@ func (e *Engine) validateOne(ctx context.Context, ev *evaluation, p *ir.Policy, 
 	case err != nil:
 		return Failed, paramsDetail(err) + "; ignored by failurePolicy Ignore"
 	}
-	out := c.Validator.Validate(ctx, ev.req.Resource, ev.attr, params, ev.namespaceObject(), celconfig.RuntimeCELCostBudget, nil)
-	return record(out, p, "", p.Actions, res)
+	return record(e.validate(ev, p, c, params), p, "", p.Actions, res)
+}
+
+// validate evaluates one validating policy with params on the engine's path.
+func (e *Engine) validate(ev *evaluation, p *ir.Policy, c *celenv.CompiledPolicy, params k8sruntime.Object) validating.ValidateResult {
+	if e.path == ReferencePath {
+		return c.Validator.Validate(ev.ctx, ev.req.Resource, ev.attr, params, ev.namespaceObject(), celconfig.RuntimeCELCostBudget, nil)
+	}
+	if ev.review == nil {
+		ev.review = newReviewState()
+	}
+	return ev.fastValidate(p, c.Programs, params)
 }
 
 // paramsDetail says, for a trace, why a policy's parameter object could
@@ -247,8 +296,7 @@ func (e *Engine) validateImported(ctx context.Context, ev *evaluation, p *ir.Pol
 			res.trace(ev.req.Explain, p, NoParams, "binding "+b.Name+": no parameter object; parameterNotFoundAction Allow")
 		}
 		for _, param := range params {
-			out := c.Validator.Validate(ctx, ev.req.Resource, ev.attr, param, ev.namespaceObject(), celconfig.RuntimeCELCostBudget, nil)
-			o, detail := record(out, p, b.Name, b.Actions, res)
+			o, detail := record(e.validate(ev, p, c, param), p, b.Name, b.Actions, res)
 			res.trace(ev.req.Explain, p, o, joinDetail("binding "+b.Name, detail))
 		}
 	}

@@ -3,6 +3,7 @@ package celenv
 import (
 	"fmt"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
+	apiservercel "k8s.io/apiserver/pkg/cel"
 	"k8s.io/apiserver/pkg/cel/environment"
 
 	"github.com/admitc/admitc/ir"
@@ -34,6 +36,39 @@ type CompiledPolicy struct {
 	// Compiler holds the policy's variables; mutations evaluate in a
 	// context from its CreateContext.
 	Compiler *Compiler
+	// Programs are the same compiled expressions, for an evaluator that
+	// runs them itself (the runtime's fast path).
+	Programs *Programs
+}
+
+// Programs are the compiled expressions of one policy, each as the API
+// server's compiler returned it (a compile error is kept in its result).
+// Slices are in the policy's order; a Messages entry is a zero result when
+// its validation has no messageExpression.
+type Programs struct {
+	// Variables are the policy's variables; VariablesType is the type of
+	// the "variables" object they make up.
+	Variables     []Variable
+	VariablesType *apiservercel.DeclType
+	// MatchConditions' accessors are *matchconditions.MatchCondition.
+	MatchConditions []plugincel.CompilationResult
+	// Validations' accessors are *validating.ValidationCondition.
+	Validations []plugincel.CompilationResult
+	// Messages' accessors are *validating.MessageExpressionCondition.
+	Messages []plugincel.CompilationResult
+	// AuditAnnotations' accessors are *validating.AuditAnnotationCondition.
+	AuditAnnotations []plugincel.CompilationResult
+}
+
+// Variable is one compiled variable of a policy.
+type Variable struct {
+	Name   string
+	Result plugincel.CompilationResult
+	// Key is equal for two variables of any policies that evaluate to the
+	// same value on the same input: the same expression, compiled with the
+	// same declarations and, when it reads other variables, beside the same
+	// variables.
+	Key string
 }
 
 // Compile compiles p for evaluation, exactly as the API server's validating
@@ -46,11 +81,14 @@ func Compile(p *ir.Policy) (*CompiledPolicy, error) {
 	}
 	cc := NewCompiler(RuntimeVersion())
 	opts := plugincel.OptionalVariableDeclarations{HasParams: p.ParamKind != nil, HasAuthorizer: true}
-	for _, v := range variableAccessors(p.Variables) {
-		cc.CompileAndStoreVariable(v, opts, environment.StoredExpressions)
+	progs := &Programs{VariablesType: cc.state.mapType}
+	keys := variableKeys(p.Variables, opts)
+	for i, v := range variableAccessors(p.Variables) {
+		res := cc.CompileAndStoreVariable(v, opts, environment.StoredExpressions)
+		progs.Variables = append(progs.Variables, Variable{Name: v.GetName(), Result: res, Key: keys[i]})
 	}
-	matcher := compileMatcher(cc, p, opts)
-	out := &CompiledPolicy{Compiler: cc, Matcher: matcher}
+	matcher := compileMatcher(cc, p, opts, progs)
+	out := &CompiledPolicy{Compiler: cc, Matcher: matcher, Programs: progs}
 	if p.Kind == ir.Mutating {
 		patchOpts := opts
 		patchOpts.HasPatchTypes = true
@@ -66,14 +104,73 @@ func Compile(p *ir.Policy) (*CompiledPolicy, error) {
 		return out, nil
 	}
 	msgOpts := plugincel.OptionalVariableDeclarations{HasParams: p.ParamKind != nil}
-	fp := FailurePolicy(p.FailurePolicy)
+	progs.Validations = cc.compileAll(validationAccessors(p.Validations), opts)
+	progs.AuditAnnotations = cc.compileAll(auditAccessors(p.AuditAnnotations), opts)
+	progs.Messages = cc.compileAll(messageAccessors(p.Validations), msgOpts)
 	out.Validator = validating.NewValidator(
-		cc.CompileCondition(validationAccessors(p.Validations), opts, environment.StoredExpressions),
-		matcher,
-		cc.CompileCondition(auditAccessors(p.AuditAnnotations), opts, environment.StoredExpressions),
-		cc.CompileCondition(messageAccessors(p.Validations), msgOpts, environment.StoredExpressions),
-		fp, nil)
+		cc.condition(progs.Validations), matcher, cc.condition(progs.AuditAnnotations), cc.condition(progs.Messages),
+		FailurePolicy(p.FailurePolicy), nil)
 	return out, nil
+}
+
+// variableKeys returns each variable's sharing key (see Variable.Key): its
+// name (an evaluation error names the variable), its expression, whether
+// params are declared and, when it reads other variables, the definitions
+// of every variable it reads, directly or through another.
+func variableKeys(vars []ir.NamedExpression, opts plugincel.OptionalVariableDeclarations) []string {
+	defs := make(map[string]string, len(vars))
+	for _, v := range vars {
+		defs[v.Name] = v.Expression
+	}
+	keys := make([]string, len(vars))
+	for i, v := range vars {
+		keys[i] = fmt.Sprintf("%q params=%t %q", v.Name, opts.HasParams, v.Expression)
+		if read := readVariables(v.Expression, vars[:i], defs); len(read) > 0 {
+			keys[i] += " beside " + strings.Join(read, ";")
+		}
+	}
+	return keys
+}
+
+var variableRef = regexp.MustCompile(`\bvariables\b(\.[A-Za-z_][A-Za-z0-9_]*)?`)
+
+// readVariables returns the definitions of the variables expr reads,
+// transitively, as name=expression; all of before when a reference is not
+// a plain "variables.name" (an index, an iteration over variables).
+func readVariables(expr string, before []ir.NamedExpression, defs map[string]string) []string {
+	all := func() []string {
+		out := make([]string, len(before))
+		for i, v := range before {
+			out[i] = fmt.Sprintf("%q=%q", v.Name, v.Expression)
+		}
+		return out
+	}
+	seen := map[string]bool{}
+	queue := []string{expr}
+	for len(queue) > 0 {
+		e := queue[0]
+		queue = queue[1:]
+		for _, m := range variableRef.FindAllStringSubmatch(e, -1) {
+			if m[1] == "" {
+				return all()
+			}
+			name := m[1][1:]
+			if !seen[name] {
+				seen[name] = true
+				queue = append(queue, defs[name])
+			}
+		}
+	}
+	names := make([]string, 0, len(seen))
+	for n := range seen {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = fmt.Sprintf("%q=%q", n, defs[n])
+	}
+	return out
 }
 
 // FailurePolicy converts an IR failure policy to the API type.
@@ -85,7 +182,7 @@ func FailurePolicy(f ir.FailurePolicy) *admissionregistrationv1.FailurePolicyTyp
 	return &fp
 }
 
-func compileMatcher(cc *Compiler, p *ir.Policy, opts plugincel.OptionalVariableDeclarations) matchconditions.Matcher {
+func compileMatcher(cc *Compiler, p *ir.Policy, opts plugincel.OptionalVariableDeclarations, progs *Programs) matchconditions.Matcher {
 	if len(p.MatchConditions) == 0 {
 		return nil
 	}
@@ -97,7 +194,8 @@ func compileMatcher(cc *Compiler, p *ir.Policy, opts plugincel.OptionalVariableD
 	if p.Kind == ir.Mutating {
 		kind = "mutate"
 	}
-	return matchconditions.NewMatcher(cc.CompileCondition(accessors, opts, environment.StoredExpressions), FailurePolicy(p.FailurePolicy), "policy", kind, p.Name)
+	progs.MatchConditions = cc.compileAll(accessors, opts)
+	return matchconditions.NewMatcher(cc.condition(progs.MatchConditions), FailurePolicy(p.FailurePolicy), "policy", kind, p.Name)
 }
 
 func variableAccessors(vars []ir.NamedExpression) []plugincel.NamedExpressionAccessor {
@@ -161,4 +259,14 @@ func parseDetail(origin ir.Origin, expr, detail string) []ExprError {
 		out = append(out, ExprError{Origin: origin, Expression: expr, Message: msg})
 	}
 	return out
+}
+
+// VariableIndex returns the index of the variable called name, or -1.
+func (p *Programs) VariableIndex(name string) int {
+	for i := range p.Variables {
+		if p.Variables[i].Name == name {
+			return i
+		}
+	}
+	return -1
 }

@@ -79,6 +79,22 @@ func (c *Compiler) CompileCondition(as []plugincel.ExpressionAccessor, opts plug
 			results[i] = c.CompileCELExpression(a, opts, mode)
 		}
 	}
+	return c.condition(results)
+}
+
+// compileAll compiles stored expressions, a zero result for a nil accessor.
+func (c *Compiler) compileAll(as []plugincel.ExpressionAccessor, opts plugincel.OptionalVariableDeclarations) []plugincel.CompilationResult {
+	results := make([]plugincel.CompilationResult, len(as))
+	for i, a := range as {
+		if a != nil {
+			results[i] = c.CompileCELExpression(a, opts, environment.StoredExpressions)
+		}
+	}
+	return results
+}
+
+// condition is the evaluator of compiled results, with this compiler's variables.
+func (c *Compiler) condition(results []plugincel.CompilationResult) plugincel.ConditionEvaluator {
 	return &compositedCondition{ConditionEvaluator: plugincel.NewCondition(results), state: c.state}
 }
 
