@@ -205,7 +205,6 @@ var policyGroups = map[string]bool{
 	"templates.gatekeeper.sh": true, "constraints.gatekeeper.sh": true, "test.gatekeeper.sh": true, "expansion.gatekeeper.sh": true,
 }
 
-
 // budgetPolicy spends CEL cost in proportion to the square of a pod's
 // containers, in fourteen variables (the same expression, so the fast path
 // shares one value and must still charge each) read by one validation, a
