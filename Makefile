@@ -43,6 +43,7 @@ fuzz:
 	$(GO) test ./compiler -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 	$(GO) test ./runtime -run '^$$' -fuzz '^FuzzDecodeManifests$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 	$(GO) test ./runtime -run '^$$' -fuzz '^FuzzDiff$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
+	$(GO) test ./runtime -run '^$$' -fuzz '^FuzzFastPath$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 	$(GO) test ./runtime/server -run '^$$' -fuzz '^FuzzReview$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 
 ## e2e: the suite against a real kube-apiserver and etcd on loopback (built once per machine, ~15 min cold).

@@ -158,3 +158,16 @@ func TestVersion(t *testing.T) {
 	assert.Equal(t, ExitUsage, code)
 	assert.Contains(t, stderr, "use text, json or yaml")
 }
+
+// TestEngineFlag: --engine reference decides the examples as the default
+// fast path does, and an unknown engine is a usage error naming both.
+func TestEngineFlag(t *testing.T) {
+	fast, _, fastCode := run(t, "test", "-o", "json", fixtures+"manifests")
+	ref, _, refCode := run(t, "test", "--engine", "reference", "-o", "json", fixtures+"manifests")
+	assert.Equal(t, ExitFailed, fastCode)
+	assert.Equal(t, fastCode, refCode)
+	assert.JSONEq(t, ref, fast)
+	_, stderr, code := run(t, "test", "--engine", "turbo", fixtures+"manifests")
+	assert.Equal(t, ExitUsage, code)
+	assert.Contains(t, stderr, `unknown evaluation path "turbo" (want "fast" or "reference")`)
+}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +24,8 @@ type policyFlags struct {
 	// Required drops the built-in example set as the default: a command that
 	// enforces policies (serve) must be told which.
 	Required bool
+	// Engine is the evaluation path (--engine).
+	Engine string
 }
 
 // errPoliciesRequired is the usage error of serve without --policies.
@@ -35,6 +38,7 @@ func (f *policyFlags) add(fs *pflag.FlagSet) {
 		usage = "policy files or directories to enforce (JSON or YAML); repeat or comma-separate; required"
 	}
 	fs.StringSliceVarP(&f.Paths, "policies", "p", nil, usage)
+	fs.StringVar(&f.Engine, "engine", string(runtime.FastPath), "how validating policies are evaluated: fast (compiled once, inputs and variables shared across policies) or reference (the API server's validator, policy by policy; slower, for cross-checking)")
 }
 
 // validate refuses a missing --policies when it is required.
@@ -113,7 +117,7 @@ func (f *policyFlags) engine() (*runtime.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e, err := runtime.NewEngine(set)
+	e, err := runtime.NewEngine(set, runtime.WithPath(runtime.Path(cmp.Or(f.Engine, string(runtime.FastPath)))))
 	if err != nil {
 		return nil, usageError(err)
 	}
