@@ -55,9 +55,14 @@ e2e:
 golden:
 	$(GO) test ./golden -update
 
-## bench: the benchmarks, side by side.
+## bench: one decision for a typical pod by admitc's fast path, its reference path, the API server's
+## plugins in-process and the Kyverno engine, on the example set and the ~50-policy PSS set, as one
+## table with ratios (kyverno build); then the compile and runtime micro-benchmarks.
 bench:
-	$(GO) test ./... -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME)
+	@mkdir -p bin
+	$(GO) test -tags kyverno ./internal/compare -run '^$$' -bench '^BenchmarkDecision$$' -benchmem -benchtime $(BENCHTIME) > bin/bench-decision.txt
+	$(GO) run ./test/bench < bin/bench-decision.txt
+	$(GO) test ./internal/generate ./runtime -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME)
 
 ## load: admitc serve vs a stdlib HTTPS echo baseline, side by side, on loopback (RATE, DURATION).
 load:
