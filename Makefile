@@ -25,10 +25,11 @@ image:
 build-kyverno:
 	$(GO) build -tags kyverno -o bin/admitc-kyverno ./cmd/admitc
 
-## kyverno: the tests against Kyverno's own engine (compare's column, the pattern translation's differential test) (~20 minutes to build cold on 2 cores).
+## kyverno: the tests against Kyverno's own engine (compare's column, the pattern translation's differential test, the whole-rule differential test on every ClusterPolicy fixture and its variants) (~20 minutes to build cold on 2 cores).
 kyverno:
 	$(GO) test -tags kyverno ./internal/compare ./internal/cli -run 'Kyverno|Compare'
 	$(GO) test -tags kyverno ./compiler/kyverno/pattern/
+	$(GO) test -tags kyverno ./internal/verify -run 'WholeRule'
 
 ## test: every test: unit and golden tests, short fuzz runs, the Kyverno engine tests and the e2e suite.
 test: unit fuzz kyverno e2e
