@@ -15,8 +15,10 @@ import (
 
 type boolExpr string
 
-func (s boolExpr) GetExpression() string    { return string(s) }
-func (s boolExpr) ReturnTypes() []*cel.Type { return []*cel.Type{cel.BoolType, cel.StringType, cel.DynType} }
+func (s boolExpr) GetExpression() string { return string(s) }
+func (s boolExpr) ReturnTypes() []*cel.Type {
+	return []*cel.Type{cel.BoolType, cel.StringType, cel.DynType}
+}
 
 // evalCEL compiles expr in admitc's CEL environment and evaluates it on a
 // CREATE of object (YAML) by user.

@@ -394,13 +394,26 @@ func (t *translator) function(n gojmespath.ASTNode, cur value) (string, error) {
 	}
 }
 
-// jsonText is encoding/json's text of the scalar named v (Kyverno writes
-// non-string values so): null, booleans, integers, and numbers whose
-// shortest form CEL writes alike; maps, lists and other numbers raise an
-// evaluation error.
+// jsonText is encoding/json's text of the value named v (Kyverno writes
+// non-string values so): null, booleans, numbers whose shortest form CEL
+// writes alike, and lists of those and of strings; maps, nested lists and
+// other numbers raise an evaluation error.
 func jsonText(v string) string {
+	return "(" + isList(v) + " ? '[' + " + v + ".map(e, " + jsonScalar("e") + ").join(',') + ']' : " + jsonScalar(v) + ")"
+}
+
+func isList(v string) string { return "type(" + v + ") == list" }
+
+// jsonScalar is encoding/json's text of a scalar, strings quoted with the
+// standard library's escapes (HTML characters as \u00XX).
+func jsonScalar(v string) string {
+	str := quote(`"`) + " + " + v
+	for _, r := range [][2]string{{`\`, `\\`}, {`"`, `\"`}, {"<", `\u003c`}, {">", `\u003e`}, {"&", `\u0026`}} {
+		str += ".replace(" + quote(r[0]) + ", " + quote(r[1]) + ")"
+	}
+	str += " + " + quote(`"`)
 	return "(" + v + " == null ? 'null' : type(" + v + ") == bool ? string(" + v + ") : " + isNumber(v) + " ? " + numberText(v, "JSON") +
-		" : " + raise("admitc cannot write a map or list as JSON text in CEL") + ")"
+		" : type(" + v + ") == string && !" + v + ".matches(" + quote(`[\x00-\x1f\x{2028}\x{2029}]`) + ") ? " + str + " : " + raise("admitc does not write this value as JSON text in CEL") + ")"
 }
 
 // numberText writes the number named v as Go writes a float64 (an integer
