@@ -8,6 +8,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/admitc/admitc/compiler/kyverno/conditions"
 	"github.com/admitc/admitc/internal/apiconv"
 	"github.com/admitc/admitc/ir"
 )
@@ -91,11 +92,27 @@ func (r *reader) rule(p *clusterPolicyObject, c computedRule) {
 		pol.MatchConditions = append(pol.MatchConditions, ir.NamedExpression{Name: MatchConditionName, Expression: m.condition, Origin: o})
 	}
 	pol.MatchConditions = append(pol.MatchConditions, r.conditions(c.rule.CELPreconditions, path+".celPreconditions")...)
+	if c.rule.RawAnyAllConditions != nil {
+		pre, f := r.preconditions(c, path, conditions.Scope{})
+		if f != nil {
+			r.skip(ref, f.path, f.feature, "%s", f.why)
+			return
+		}
+		pol.MatchConditions = append(pol.MatchConditions, ir.NamedExpression{Name: PreconditionsName, Expression: pre, Origin: r.origin(path + ".preconditions")})
+	}
 	actions := failureActions(&p.Spec, v)
 	b := ir.Binding{Name: name, Origin: pol.Origin, Actions: actions}
 	if v.CEL != nil {
 		b.ParamRef = apiconv.FromParamRef(v.CEL.ParamRef)
 		r.celRule(pol, c, path, &p.Spec)
+	} else if v.Deny != nil {
+		if f := r.denyRule(pol, c, path, m, actions[0] == ir.Deny); f != nil {
+			r.skip(ref, f.path, f.feature, "%s", f.why)
+			return
+		}
+		if fp := p.Spec.FailurePolicy; fp != nil && *fp == kyvernov1.Ignore {
+			pol.FailurePolicy = ir.Ignore
+		}
 	} else {
 		if f := r.patternRule(pol, c, path, m, actions[0] == ir.Deny); f != nil {
 			r.skip(ref, f.path, f.feature, "%s", f.why)
@@ -171,9 +188,6 @@ func ruleRefusal(rule kyvernov1.Rule, path string) *refusal {
 	if len(rule.Context) > 0 {
 		return &refusal{contextFeature(rule.Context[0]), path + ".context", "a rule's context is loaded by Kyverno at admission (API calls, ConfigMaps, registries, JMESPath variables); an admission policy cannot load it and admitc does not evaluate JMESPath"}
 	}
-	if rule.RawAnyAllConditions != nil {
-		return &refusal{"preconditions", path + ".preconditions", "JMESPath preconditions are not translated yet (celPreconditions are)"}
-	}
 	switch {
 	case rule.Mutation != nil:
 		return &refusal{"mutate", path + ".mutate", "ClusterPolicy mutate rules are not translated; write a MutatingPolicy"}
@@ -190,7 +204,7 @@ func ruleRefusal(rule kyvernov1.Rule, path string) *refusal {
 	case len(v.FailureActionOverrides) > 0:
 		return &refusal{"validate.failureActionOverrides", vp + ".failureActionOverrides", "per-namespace actions are not translated yet"}
 	case v.Deny != nil:
-		return &refusal{"validate.deny", vp + ".deny", "deny rules (JMESPath conditions) are not translated yet (validate.cel rules are)"}
+		return nil
 	case len(v.ForEachValidation) > 0:
 		return &refusal{"validate.foreach", vp + ".foreach", "foreach rules are not translated yet (validate.cel rules are)"}
 	case v.PodSecurity != nil:

@@ -49,6 +49,11 @@ func TestComparePatternFixturesAgreeWithKyvernosEngine(t *testing.T) {
 	rows, denied := 0, 0
 	for _, policy := range policies {
 		dir := filepath.Dir(policy)
+		// The harness judges every object in one namespace (see above):
+		// a fixture placing objects in other namespaces is left to verify.
+		if res, err := os.ReadFile(filepath.Join(dir, ".kyverno-test", "resources.yaml")); err == nil && strings.Contains(string(res), "namespace:") {
+			continue
+		}
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			r, d := assertKyvernoAgrees(t, policy, dir)
 			rows, denied = rows+r, denied+d

@@ -264,11 +264,12 @@ func violationStatus(result *runtime.Result, p *ir.Policy) (string, string) {
 	return statusFail, ""
 }
 
-// isPatternRule says whether p is a ClusterPolicy validate.pattern or
-// anyPattern rule: its evaluation error is Kyverno's engine error.
+// isPatternRule says whether p is a ClusterPolicy validate.pattern,
+// anyPattern, deny or foreach rule: its evaluation error is Kyverno's rule
+// error.
 func isPatternRule(p *ir.Policy) bool {
 	for _, v := range p.Variables {
-		if v.Name == kyverno.PatternVariable {
+		if v.Name == kyverno.PatternVariable || v.Name == kyverno.OutcomeVariable {
 			return true
 		}
 	}

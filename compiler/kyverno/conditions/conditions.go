@@ -1,0 +1,90 @@
+package conditions
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	kyvernov1 "github.com/kyverno/kyverno/api/kyverno/v1"
+)
+
+// Error is a condition construct the translation refuses, at Field (a
+// path inside the conditions: "any[0].key").
+type Error struct {
+	Field  string
+	Reason string
+}
+
+func (e *Error) Error() string {
+	if e.Field == "" {
+		return e.Reason
+	}
+	return e.Field + ": " + e.Reason
+}
+
+// Conditions translates an any/all condition block (deny conditions,
+// preconditions) into a CEL boolean: any is an OR, all an AND, both must
+// hold; an evaluation error (a missing key) fails the expression as it
+// fails Kyverno's rule. An empty block holds.
+func Conditions(c kyvernov1.AnyAllConditions, s Scope, fresh *int) (string, error) {
+	var parts []string
+	if c.AnyConditions != nil {
+		var ors []string
+		for i, cond := range c.AnyConditions {
+			e, err := condition(cond, s, fresh, fmt.Sprintf("any[%d]", i))
+			if err != nil {
+				return "", err
+			}
+			ors = append(ors, e)
+		}
+		if len(ors) == 0 {
+			ors = []string{"false"}
+		}
+		parts = append(parts, "("+strings.Join(ors, " || ")+")")
+	}
+	for i, cond := range c.AllConditions {
+		e, err := condition(cond, s, fresh, fmt.Sprintf("all[%d]", i))
+		if err != nil {
+			return "", err
+		}
+		parts = append(parts, e)
+	}
+	if len(parts) == 0 {
+		return "true", nil
+	}
+	return strings.Join(parts, " && "), nil
+}
+
+// Decode reads any/all conditions as the Kyverno API types hold them
+// (decoded JSON); the older list form is refused.
+func Decode(raw any) (kyvernov1.AnyAllConditions, error) {
+	var c kyvernov1.AnyAllConditions
+	if _, ok := raw.([]any); ok {
+		return c, &Error{Reason: "the list form of conditions (before any/all) is not translated"}
+	}
+	data, err := json.Marshal(raw)
+	if err == nil {
+		err = json.Unmarshal(data, &c)
+	}
+	if err != nil {
+		return c, &Error{Reason: err.Error()}
+	}
+	return c, nil
+}
+
+func condition(c kyvernov1.Condition, s Scope, fresh *int, at string) (string, error) {
+	key, err := Value(c.GetKey(), s, fresh)
+	if err != nil {
+		return "", &Error{Field: at + ".key", Reason: err.Error()}
+	}
+	raw := c.GetValue()
+	val, err := Value(raw, s, fresh)
+	if err != nil {
+		return "", &Error{Field: at + ".value", Reason: err.Error()}
+	}
+	e, err := Operator(string(c.Operator), key, val, raw)
+	if err != nil {
+		return "", &Error{Field: at + ".operator", Reason: err.Error()}
+	}
+	return e, nil
+}

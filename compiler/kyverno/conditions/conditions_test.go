@@ -1,0 +1,113 @@
+package conditions
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
+)
+
+// Each case is a condition block on an object, with what Kyverno's
+// operator code decides (read from pkg/engine/variables/operator), or the
+// error Kyverno reports as a rule error.
+func TestConditionsDecideAsKyvernosOperators(t *testing.T) {
+	obj := `{metadata: {name: web, namespace: apps, labels: {tier: frontend}}, spec: {replicas: 3, type: NodePort, storage: 11Gi, timeout: 90s, version: 1.2.3, nil: null,
+	  containers: [{name: a, image: "nginx:latest"}, {name: b, image: "ghcr.io/acme/b:1.0"}]}}`
+	cases := map[string]struct {
+		cond string
+		want any // bool, or "error"
+	}{
+		"equals string":               {`{any: [{key: "{{request.object.spec.type}}", operator: Equals, value: NodePort}]}`, true},
+		"equals wildcard value":       {`{any: [{key: "{{request.object.spec.type}}", operator: Equals, value: "Node*"}]}`, true},
+		"equals number and text":      {`{any: [{key: "{{request.object.spec.replicas}}", operator: Equals, value: "3"}]}`, true},
+		"equals quantity":             {`{any: [{key: "{{request.object.spec.storage}}", operator: Equals, value: "11264Mi"}]}`, true},
+		"equals quantity vs text":     {`{any: [{key: "1", operator: Equals, value: "a*"}]}`, false},
+		"equals duration and seconds": {`{any: [{key: "{{request.object.spec.timeout}}", operator: Equals, value: 90}]}`, true},
+		"equals bool vs string":       {`{any: [{key: true, operator: Equals, value: "true"}]}`, false},
+		"not equals mismatched types": {`{any: [{key: true, operator: NotEquals, value: "true"}]}`, true},
+		"not equals map key":          {`{any: [{key: "{{request.object.metadata.labels}}", operator: NotEquals, value: {tier: frontend}}]}`, false},
+		"missing key is an error":     {`{any: [{key: "{{request.object.spec.missing}}", operator: Equals, value: x}]}`, "error"},
+		"default for a missing key":   {`{any: [{key: "{{request.object.spec.missing || 'x'}}", operator: Equals, value: x}]}`, true},
+		"field of null is null":       {`{any: [{key: "{{request.object.spec.nil.deeper}}", operator: Equals, value: x}]}`, false},
+		"greater than number":         {`{any: [{key: "{{request.object.spec.replicas}}", operator: GreaterThan, value: 2}]}`, true},
+		"greater than quantity":       {`{any: [{key: "{{request.object.spec.storage}}", operator: GreaterThan, value: 10Gi}]}`, true},
+		"less than duration":          {`{any: [{key: "{{request.object.spec.timeout}}", operator: LessThan, value: 2m}]}`, true},
+		"semver":                      {`{any: [{key: "{{request.object.spec.version}}", operator: GreaterThanOrEquals, value: 1.2.0}]}`, true},
+		"numeric on text is false":    {`{any: [{key: abc, operator: GreaterThan, value: 1}]}`, false},
+		"anyin projection wildcard":   {`{any: [{key: "{{request.object.spec.containers[].image}}", operator: AnyIn, value: ["*:latest"]}]}`, true},
+		"allin projection":            {`{any: [{key: "{{request.object.spec.containers[].name}}", operator: AllIn, value: [a, b, c]}]}`, true},
+		"anynotin projection":         {`{any: [{key: "{{request.object.spec.containers[].image}}", operator: AnyNotIn, value: ["ghcr.io/acme/*"]}]}`, true},
+		"allnotin projection":         {`{any: [{key: "{{request.object.spec.containers[].name}}", operator: AllNotIn, value: [c]}]}`, true},
+		"anyin scalar key, key glob":  {`{any: [{key: "ng*", operator: AnyIn, value: [nginx]}]}`, true},
+		"anyin literal JSON text":     {`{any: [{key: b, operator: AnyIn, value: '["a", "b"]'}]}`, true},
+		"anyin number value invalid":  {`{any: [{key: a, operator: AnyNotIn, value: 1}]}`, false},
+		"allin empty key list":        {`{any: [{key: "{{request.object.spec.containers[?name == 'z'].name}}", operator: AllIn, value: [x]}]}`, true},
+		"filter and length":           {`{any: [{key: "{{length(request.object.spec.containers[?ends_with(image, ':latest')])}}", operator: Equals, value: 1}]}`, true},
+		"contains and starts_with":    {`{all: [{key: "{{contains(request.object.spec.containers[].name, 'a')}}", operator: Equals, value: true}, {key: "{{starts_with(request.object.metadata.name, 'we')}}", operator: Equals, value: true}]}`, true},
+		"embedded variables as text":  {`{any: [{key: "{{request.object.metadata.name}}-{{request.object.spec.replicas}}", operator: Equals, value: web-3}]}`, true},
+		"service account from user":   {`{any: [{key: "{{serviceAccountNamespace}}/{{serviceAccountName}}", operator: Equals, value: ns1/builder}]}`, true},
+		"any and all both hold":       {`{any: [{key: a, operator: Equals, value: b}], all: [{key: a, operator: Equals, value: a}]}`, false},
+		"length of null is an error":  {`{any: [{key: "{{length(request.object.spec.missing)}}", operator: Equals, value: 0}]}`, "error"},
+		"operation":                   {`{any: [{key: "{{request.operation}}", operator: AnyIn, value: [CREATE, UPDATE]}]}`, true},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			out, err := evalCEL(t, conditionsOf(t, c.cond), obj, "CREATE")
+			if c.want == "error" {
+				assert.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, c.want, out)
+		})
+	}
+}
+
+// request.object is the old object on DELETE, as Kyverno rewrites it.
+func TestRequestObjectOnDelete(t *testing.T) {
+	out, err := evalCEL(t, conditionsOf(t, `{any: [{key: "{{request.object.metadata.name}}", operator: Equals, value: web}]}`), `{metadata: {name: web}}`, "DELETE")
+	require.NoError(t, err)
+	assert.Equal(t, true, out)
+}
+
+func TestMessageSubstitutesVariables(t *testing.T) {
+	fresh := 0
+	m, err := Message("{{ request.object.metadata.name }} has {{ request.object.spec.replicas }} replicas", Scope{}, &fresh)
+	require.NoError(t, err)
+	out, err := evalCEL(t, m, `{metadata: {name: web}, spec: {replicas: 7}}`, "CREATE")
+	require.NoError(t, err)
+	assert.Equal(t, "web has 7 replicas", out)
+	m, err = Message("static", Scope{}, &fresh)
+	require.NoError(t, err)
+	assert.Equal(t, "'static'", m)
+}
+
+func TestRefusalsNameTheConstruct(t *testing.T) {
+	cases := map[string]string{
+		`{any: [{key: "{{ images.containers }}", operator: Equals, value: x}]}`:                   `any[0].key: JMESPath "images.containers": images is not in the context admitc translates`,
+		`{all: [{key: "{{ request.object.spec | keys(@) }}", operator: Equals, value: x}]}`:       `all[0].key: JMESPath "request.object.spec | keys(@)": function keys() is not in the subset`,
+		`{any: [{key: "{{ request.object.spec.containers[0:2] }}", operator: Equals, value: x}]}`: `any[0].key: JMESPath "request.object.spec.containers[0:2]": a slice is not in the subset`,
+		`{any: [{key: a, operator: DurationGreaterThan, value: 1h}]}`:                             `any[0].operator: operator DurationGreaterThan is not translated`,
+		`{any: [{key: a, operator: AnyIn, value: "1-10"}]}`:                                       `any[0].operator: the range value "1-10" of anyin is not translated`,
+	}
+	for cond, want := range cases {
+		var raw any
+		require.NoError(t, yaml.Unmarshal([]byte(cond), &raw))
+		c, err := Decode(raw)
+		require.NoError(t, err)
+		fresh := 0
+		_, err = Conditions(c, Scope{}, &fresh)
+		require.Error(t, err, cond)
+		assert.Contains(t, err.Error(), want)
+	}
+}
+
+func TestMessageWritesListsAsJSON(t *testing.T) {
+	fresh := 0
+	m, err := Message(`hosts {{ request.object.spec.hosts }} and {{ request.object.spec.num }}`, Scope{}, &fresh)
+	require.NoError(t, err)
+	out, err := evalCEL(t, m, `{spec: {hosts: [a.io, "q\"<b>"], num: 2.5}}`, "CREATE")
+	require.NoError(t, err)
+	assert.Equal(t, `hosts ["a.io","q\"\u003cb\u003e"] and 2.5`, out)
+}

@@ -1,0 +1,31 @@
+// Package conditions translates the JMESPath side of Kyverno ClusterPolicy
+// rules into CEL that decides as Kyverno v1.19's engine does: `{{ }}`
+// variable substitution (pkg/engine/variables/vars.go), the condition
+// operators of deny rules and preconditions (pkg/engine/variables/operator),
+// any/all blocks (pkg/engine/variables/evaluate.go) and the JMESPath
+// queries they hold, as Kyverno's go-jmespath fork evaluates them (a key
+// missing from a map is an error, which projections, functions, `||` and
+// comparisons turn into null).
+//
+// The JMESPath subset (query.go): the roots request.object,
+// request.oldObject (request.object reads the old object on DELETE, as
+// Kyverno rewrites it), request.operation, request.namespace,
+// request.userInfo.username and .groups, serviceAccountName,
+// serviceAccountNamespace, and in a foreach element and elementIndex;
+// field access, indexes, `[]` flatten, `[*]` and `.*` projections, `[?cond]`
+// filters with comparisons, `!`, `&&` and `||`, pipes, literals, and the
+// functions length, to_string, contains, starts_with and ends_with. Any
+// other construct (Kyverno's own functions, slices, multi-selects, other
+// roots such as images or context entries) is refused with an *Error.
+//
+// Phases: substitute.go finds the `{{ }}` variables of a value, query.go
+// parses each with go-jmespath's parser and lowers its AST, operators.go
+// renders an operator over two values and conditions.go combines them.
+// Values Kyverno would turn into text through fmt or JSON and that CEL
+// cannot write the same way (maps and lists, numbers in exponent form) raise
+// an evaluation error instead of deciding differently.
+//
+// The package imports the CEL conventions of internal/celenv only as text
+// and the Kyverno API types; it must not import the Kyverno engine (the
+// differential tests do, behind the kyverno build tag), the IR, or a backend.
+package conditions

@@ -1,0 +1,193 @@
+package conditions
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Regular expressions the operators test values with.
+const (
+	// durationRegex is what time.ParseDuration accepts.
+	durationRegex = `^[-+]?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`
+	// floatRegex is the decimal, infinite and NaN text strconv.ParseFloat
+	// accepts (hexadecimal floats are not recognised).
+	floatRegex = `^[+-]?(([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?|(?i:inf|infinity|nan))$`
+)
+
+// rangeRegex is Kyverno's InRange operator pattern ("1-10").
+var rangeRegex = regexp.MustCompile(`^([-|\+]?\d+(?:\.\d+)?[A-Za-z]*)-([-|\+]?\d+(?:\.\d+)?[A-Za-z]*)$`)
+
+func isDuration(v string) string {
+	return "(type(" + v + ") == string && " + v + " != '0' && " + v + ".matches(" + quote(durationRegex) + "))"
+}
+
+func isFloatText(v string) string {
+	return "(type(" + v + ") == string && " + v + ".matches(" + quote(floatRegex) + "))"
+}
+
+// durationOf is parseDuration's value: a duration string, or a number of
+// seconds (truncated, as time.Duration(float) truncates).
+func durationOf(v string) string {
+	return "(type(" + v + ") == string ? duration(" + v + ") : duration(string(int(double(" + v + "))) + 's'))"
+}
+
+// wild is wildcard.Match(p, s) for CEL strings p and s: '*' any run of
+// characters, '?' exactly one.
+func wild(p, s string) string {
+	re := "'(?s)^' + " + p
+	for _, c := range []string{`\`, ".", "+", "(", ")", "|", "[", "]", "{", "}", "^", "$"} {
+		re += ".replace(" + quote(c) + ", " + quote(`\`+c) + ")"
+	}
+	re += ".replace('*', '.*').replace('?', '.') + '$'"
+	return "((" + p + ".contains('*') || " + p + ".contains('?')) ? " + s + ".matches(" + re + ") : " + p + " == " + s + ")"
+}
+
+// sprint is fmt.Sprint of a scalar as Kyverno's In operators write it
+// (numbers are float64 there); maps and lists raise an evaluation error.
+func sprint(v string) string {
+	return "(type(" + v + ") == string ? " + v + " : type(" + v + ") == bool ? string(" + v + ") : " + v + " == null ? '<nil>' : " + isNumber(v) + " ? " + numberText(v, "fmt") +
+		" : " + raise("admitc does not write a map or list as Go's fmt text") + ")"
+}
+
+// Operator renders the CEL boolean of a condition: the operator of
+// Kyverno's operator package on the key and value (CEL expressions), with
+// raw the value as written (a literal string decides statically what
+// Kyverno would parse from it).
+func Operator(op string, key, val string, raw any) (string, error) {
+	k, v := "k", "v"
+	var body string
+	switch strings.ToLower(op) {
+	case "equal", "equals":
+		body = equals(k, v)
+	case "notequal", "notequals":
+		body = notEquals(k, v)
+	case "greaterthan", "greaterthanorequals", "lessthan", "lessthanorequals":
+		body = numeric(map[string]string{"greaterthan": ">", "greaterthanorequals": ">=", "lessthan": "<", "lessthanorequals": "<="}[strings.ToLower(op)], k, v)
+	case "anyin", "allin", "anynotin", "allnotin":
+		b, err := in(strings.ToLower(op), k, v, raw)
+		if err != nil {
+			return "", err
+		}
+		body = b
+	default:
+		return "", fmt.Errorf("operator %s is not translated (Equals, NotEquals, AnyIn, AllIn, AnyNotIn, AllNotIn, GreaterThan, GreaterThanOrEquals, LessThan, LessThanOrEquals are)", op)
+	}
+	return "[dyn(" + key + ")].map(k, [dyn(" + val + ")].map(v, " + body + ")[0])[0]", nil
+}
+
+// equals is EqualHandler.Evaluate.
+func equals(k, v string) string {
+	return "(type(" + k + ") == bool ? (type(" + v + ") == bool && " + k + " == " + v + ") : " +
+		isNumber(k) + " ? (" + isNumber(v) + " ? double(" + k + ") == double(" + v + ") : " + isFloatText(v) + " && double(" + v + ") == double(" + k + ")) : " +
+		"type(" + k + ") == string ? (" + isDuration(k) + " && (" + isDuration(v) + " || " + isNumber(v) + ") ? " + durationOf(k) + " == " + durationOf(v) + " : " +
+		"isQuantity(" + k + ") && type(" + v + ") == string ? (isQuantity(" + v + ") && quantity(" + k + ").compareTo(quantity(" + v + ")) == 0) : " +
+		"type(" + v + ") == string && " + wild(v, k) + ") : " +
+		"(type(" + k + ") == map && type(" + v + ") == map || type(" + k + ") == list && type(" + v + ") == list) && " + k + " == " + v + ")"
+}
+
+// notEquals is NotEqualHandler.Evaluate (not the negation of equals:
+// mismatched types are unequal, an unsupported key is false).
+func notEquals(k, v string) string {
+	return "(type(" + k + ") == bool ? (type(" + v + ") != bool || " + k + " != " + v + ") : " +
+		isNumber(k) + " ? (" + isNumber(v) + " ? double(" + k + ") != double(" + v + ") : !" + isFloatText(v) + " || double(" + v + ") != double(" + k + ")) : " +
+		"type(" + k + ") == string ? (" + isDuration(k) + " && (" + isDuration(v) + " || " + isNumber(v) + ") ? " + durationOf(k) + " != " + durationOf(v) + " : " +
+		"isQuantity(" + k + ") && type(" + v + ") == string ? (" + v + " == '' || !isQuantity(" + v + ") || quantity(" + k + ").compareTo(quantity(" + v + ")) != 0) : " +
+		"type(" + v + ") != string || !" + wild(v, k) + ") : " +
+		"type(" + k + ") == map ? (type(" + v + ") != map || " + k + " != " + v + ") : type(" + k + ") == list ? (type(" + v + ") != list || " + k + " != " + v + ") : false)"
+}
+
+// numeric is NumericOperatorHandler.Evaluate with the comparison op.
+func numeric(op, k, v string) string {
+	return "(" + isNumber(k) + " ? " + numberVs(op, "double("+k+")", v) + " : " +
+		"type(" + k + ") == string ? (" + isDuration(k) + " && (" + isDuration(v) + " || " + isNumber(v) + ") ? " + durationOf(k) + " " + op + " " + durationOf(v) + " : " +
+		"isQuantity(" + k + ") && type(" + v + ") == string && isQuantity(" + v + ") ? quantity(" + k + ").compareTo(quantity(" + v + ")) " + op + " 0 : " +
+		isFloatText(k) + " ? " + numberVs(op, "double("+k+")", v) + " : " +
+		"isSemver(" + k + ") ? (type(" + v + ") == string && isSemver(" + v + ") && semver(" + k + ").compareTo(semver(" + v + ")) " + op + " 0) : false) : false)"
+}
+
+// numberVs is validateValueWithFloatPattern: the number kd against v.
+func numberVs(op, kd, v string) string {
+	return "(" + isNumber(v) + " ? " + kd + " " + op + " double(" + v + ") : " + isDuration(v) + " ? duration(string(int(" + kd + ")) + 's') " + op + " duration(" + v + ") : " +
+		isFloatText(v) + " && " + kd + " " + op + " double(" + v + "))"
+}
+
+// in renders the AnyIn, AllIn, AnyNotIn and AllNotIn operators.
+func in(op, k, v string, raw any) (string, error) {
+	not := strings.Contains(op, "not")
+	all := strings.HasPrefix(op, "all")
+	match := func(a, b string) string { return "(" + wild(a, b) + " || " + wild(b, a) + ")" }
+	// The value list, when the value is a string: statically for a
+	// literal, at run time otherwise (JSON-like text raises an error).
+	stringList := func(s string) string {
+		return "(" + s + ".matches('^\\\\s*([\\\\[{\"]|-?[0-9]|(true|false|null)\\\\s*$)') || " + s + ".matches(" + quote(rangeRegex.String()) + ") ? " + raise("admitc does not parse a JSON or range value computed at admission") + " : dyn([" + s + "]))"
+	}
+	invalid := "null"
+	if lit, ok := raw.(string); ok && !variableRegex.MatchString(lit) {
+		if rangeRegex.MatchString(lit) {
+			return "", fmt.Errorf("the range value %q of %s is not translated", lit, op)
+		}
+		var arr []string
+		switch {
+		case json.Valid([]byte(lit)) && json.Unmarshal([]byte(lit), &arr) != nil:
+			return "false", nil
+		case json.Valid([]byte(lit)):
+		default:
+			arr = []string{lit}
+		}
+		var q []string
+		for _, a := range arr {
+			q = append(q, quote(a))
+		}
+		invalid = "[" + strings.Join(q, ", ") + "]"
+	}
+	vs := "(type(" + v + ") == list ? dyn(" + v + ".map(e, " + sprint("e") + ")) : type(" + v + ") == string ? " + stringList(v) + " : null)"
+	if invalid != "null" {
+		vs = "dyn(" + invalid + ")"
+	}
+	// scalar key: found when a value matches either way (a string value
+	// is also tried as a wildcard pattern, then for equality).
+	ks := "ks"
+	found := "(" + bind("vl", vs, "vl != null && vl.exists(b, "+match(ks, "b")+")") + ")"
+	if invalid == "null" {
+		found = "(type(" + v + ") == string && " + wild(v, ks) + " || " + bind("vl", vs, "vl != null && (type("+v+") == list ? vl.exists(b, "+match(ks, "b")+") : vl.exists(b, b == "+ks+"))") + ")"
+	} else if lit, ok := raw.(string); ok {
+		found = "(" + wild(quote(lit), ks) + " || " + vs + ".exists(b, b == " + ks + "))"
+	}
+	valid := "(type(" + v + ") == list || type(" + v + ") == string)"
+	if invalid != "null" {
+		valid = "true"
+	}
+	scalar := bind(ks, sprint(k), valid+" && "+map[bool]string{false: found, true: "!" + found}[not])
+	// list key.
+	setVs := "(type(" + v + ") == list ? dyn(" + v + ".map(e, " + sprint("e") + ")) : " + isNumber(v) + " || type(" + v + ") == bool ? dyn([" + sprint(v) + "]) : type(" + v + ") == string ? " + stringList(v) + " : null)"
+	if invalid != "null" {
+		setVs = "dyn(" + invalid + ")"
+	}
+	if all {
+		setVs = "(" + isNumber(v) + " || type(" + v + ") == bool ? null : dyn(" + setVs + "))"
+	}
+	hit := func(a string) string { return "vl.exists(b, " + match(a, "b") + ")" }
+	var set string
+	switch {
+	case !all && !not:
+		set = "kl.exists(a, " + hit("a") + ")"
+	case all && !not:
+		set = "kl.all(a, " + hit("a") + ")"
+	case !all && not:
+		set = "kl.exists(a, !" + hit("a") + ")"
+	default:
+		set = "kl.all(a, !" + hit("a") + ")"
+	}
+	single := "false"
+	if !not {
+		single = "true"
+	}
+	sameString := "type(" + v + ") == string && size(kl) == 1 && kl[0] == " + v
+	if lit, ok := raw.(string); ok {
+		sameString = "size(kl) == 1 && kl[0] == " + quote(lit)
+	}
+	list := bind("kl", k+".map(e, "+sprint("e")+")", "("+sameString+") ? "+single+" : "+bind("vl", setVs, "vl != null && "+set))
+	return "(type(" + k + ") == string || " + isNumber(k) + " || type(" + k + ") == bool ? " + scalar + " : type(" + k + ") == list ? " + list + " : false)", nil
+}

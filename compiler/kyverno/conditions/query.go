@@ -1,0 +1,470 @@
+package conditions
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	gojmespath "github.com/kyverno/go-jmespath"
+)
+
+// Scope says what the names of a foreach element mean in CEL: Element and
+// ElementIndex are CEL expressions ("" outside a foreach).
+type Scope struct {
+	Element      string
+	ElementIndex string
+	// Object, OldObject and Operation are what request.object,
+	// request.oldObject and request.operation read; empty means the
+	// admission request's (request.object reads the old object on DELETE).
+	Object, OldObject, Operation string
+}
+
+// translator lowers one JMESPath query.
+type translator struct {
+	scope Scope
+	query string
+	fresh *int
+}
+
+// value is a lowered node: CEL text, or a pseudo value naming a part of
+// Kyverno's context that only a field of it can make concrete ("request").
+type value struct {
+	cel    string
+	pseudo string
+}
+
+// Query translates the JMESPath query q into a CEL expression of its value
+// in Kyverno's context, with Kyverno's errors (a key missing from a map
+// fails evaluation).
+func Query(q string, s Scope, fresh *int) (string, error) {
+	node, err := gojmespath.NewParser().Parse(q)
+	if err != nil {
+		return "", fmt.Errorf("JMESPath %q does not parse: %v", q, err)
+	}
+	t := &translator{scope: s, query: q, fresh: fresh}
+	v, err := t.node(node, value{pseudo: "$"}, true)
+	if err != nil {
+		return "", err
+	}
+	if v.pseudo != "" {
+		return "", t.refuse("%s is not a value admitc reads", pseudoName(v.pseudo))
+	}
+	return v.cel, nil
+}
+
+func pseudoName(p string) string {
+	if p == "$" {
+		return "the context"
+	}
+	return p
+}
+
+func (t *translator) refuse(format string, args ...any) error {
+	return fmt.Errorf("JMESPath %q: %s", t.query, fmt.Sprintf(format, args...))
+}
+
+func (t *translator) name() string {
+	n := "x" + strconv.Itoa(*t.fresh)
+	*t.fresh++
+	return n
+}
+
+// node lowers n applied to cur; strict says a key missing from a map
+// fails evaluation (Kyverno's NotFoundError reaching the query's result)
+// rather than giving null (where Kyverno's interpreter swallows it).
+func (t *translator) node(n gojmespath.ASTNode, cur value, strict bool) (value, error) {
+	switch n.NodeType {
+	case gojmespath.ASTField:
+		return t.field(cur, n.Value.(string), strict)
+	case gojmespath.ASTSubexpression, gojmespath.ASTIndexExpression:
+		left, err := t.node(n.Children[0], cur, strict)
+		if err != nil {
+			return value{}, err
+		}
+		return t.node(n.Children[1], left, strict)
+	case gojmespath.ASTCurrentNode, gojmespath.ASTIdentity:
+		return cur, nil
+	case gojmespath.ASTLiteral:
+		lit, err := literal(n.Value)
+		if err != nil {
+			return value{}, t.refuse("%v", err)
+		}
+		return value{cel: lit}, nil
+	}
+	if cur.pseudo != "" && n.NodeType == gojmespath.ASTIndex {
+		return value{}, t.refuse("an index applied to %s is not in the subset admitc translates", pseudoName(cur.pseudo))
+	}
+	c, err := t.compound(n, cur, strict)
+	return value{cel: c}, err
+}
+
+// compound lowers the nodes that compute a new value.
+func (t *translator) compound(n gojmespath.ASTNode, cur value, strict bool) (string, error) {
+	switch n.NodeType {
+	case gojmespath.ASTIndex:
+		return t.index(cur.cel, n.Value.(int)), nil
+	case gojmespath.ASTProjection, gojmespath.ASTFilterProjection:
+		return t.projection(n, cur)
+	case gojmespath.ASTFlatten:
+		return t.flatten(n, cur)
+	case gojmespath.ASTValueProjection:
+		return t.valueProjection(n, cur)
+	case gojmespath.ASTOrExpression:
+		return t.or(n, cur)
+	case gojmespath.ASTAndExpression:
+		left, err := t.concrete(n.Children[0], cur, false)
+		if err != nil {
+			return "", err
+		}
+		right, err := t.concrete(n.Children[1], cur, strict)
+		if err != nil {
+			return "", err
+		}
+		l := t.name()
+		return bind(l, "dyn("+left+")", isFalse(l)+" ? "+l+" : dyn("+right+")"), nil
+	case gojmespath.ASTNotExpression:
+		e, err := t.concrete(n.Children[0], cur, false)
+		if err != nil {
+			return "", err
+		}
+		v := t.name()
+		return bind(v, "dyn("+e+")", isFalse(v)), nil
+	case gojmespath.ASTComparator:
+		return t.comparator(n, cur)
+	case gojmespath.ASTPipe:
+		left, err := t.node(n.Children[0], cur, false)
+		if err != nil {
+			return "", err
+		}
+		right, err := t.node(n.Children[1], left, false)
+		if err != nil {
+			return "", err
+		}
+		if right.pseudo != "" {
+			return "", t.refuse("%s is not a value admitc reads", pseudoName(right.pseudo))
+		}
+		return right.cel, nil
+	case gojmespath.ASTFunctionExpression:
+		return t.function(n, cur)
+	}
+	return "", t.refuse("%s is not in the subset admitc translates", nodeName(n))
+}
+
+// concrete lowers n and requires a CEL value.
+func (t *translator) concrete(n gojmespath.ASTNode, cur value, strict bool) (string, error) {
+	v, err := t.node(n, cur, strict)
+	if err != nil {
+		return "", err
+	}
+	if v.pseudo != "" {
+		return "", t.refuse("%s is not a value admitc reads", pseudoName(v.pseudo))
+	}
+	return v.cel, nil
+}
+
+func nodeName(n gojmespath.ASTNode) string {
+	switch n.NodeType {
+	case gojmespath.ASTSlice:
+		return "a slice"
+	case gojmespath.ASTMultiSelectList:
+		return "a multi-select list"
+	case gojmespath.ASTMultiSelectHash:
+		return "a multi-select hash"
+	case gojmespath.ASTExpRef:
+		return "an expression reference (&)"
+	}
+	return strings.TrimPrefix(n.NodeType.String(), "AST")
+}
+
+// field is Kyverno's ASTField on cur: the key of a map (missing: an error
+// when strict, else null), null on anything else; on the context, the
+// roots admitc knows.
+func (t *translator) field(cur value, key string, strict bool) (value, error) {
+	if cur.pseudo != "" {
+		return t.rootField(cur.pseudo, key, strict)
+	}
+	v := t.name()
+	missing := "null"
+	if strict {
+		return value{cel: bind(v, cur.cel, "type("+v+") == map ? "+v+"["+quote(key)+"] : null")}, nil
+	}
+	return value{cel: bind(v, cur.cel, "type("+v+") == map && "+quote(key)+" in "+v+" ? "+v+"["+quote(key)+"] : "+missing)}, nil
+}
+
+// rootField resolves the names of Kyverno's context that admitc reads.
+func (t *translator) rootField(pseudo, key string, strict bool) (value, error) {
+	unknown := func(k string) string {
+		if strict {
+			return raise(`Unknown key "` + k + `" in path`)
+		}
+		return "null"
+	}
+	switch pseudo + "." + key {
+	case "$.request":
+		return value{pseudo: "request"}, nil
+	case "$.element":
+		if t.scope.Element != "" {
+			return value{cel: t.scope.Element}, nil
+		}
+	case "$.elementIndex":
+		if t.scope.ElementIndex != "" {
+			return value{cel: t.scope.ElementIndex}, nil
+		}
+	case "$.serviceAccountName", "$.serviceAccountNamespace":
+		part := "1"
+		if key == "serviceAccountNamespace" {
+			part = "0"
+		}
+		u := "request.userInfo.username"
+		return value{cel: "(size(" + u + ") <= 22 ? '' : " + bind("p", u+".substring(22).split(':')", "size(p) >= 2 ? p["+part+"] : ''") + ")"}, nil
+	case "request.object":
+		if t.scope.Object != "" {
+			return value{cel: t.scope.Object}, nil
+		}
+		return value{cel: "(request.operation == 'DELETE' ? oldObject : object)"}, nil
+	case "request.oldObject":
+		if t.scope.OldObject != "" {
+			return value{cel: t.scope.OldObject}, nil
+		}
+		return value{cel: "oldObject"}, nil
+	case "request.operation":
+		if t.scope.Operation != "" {
+			return value{cel: t.scope.Operation}, nil
+		}
+		return value{cel: "request.operation"}, nil
+	case "request.namespace":
+		return value{cel: "request.namespace"}, nil
+	case "request.userInfo":
+		return value{pseudo: "request.userInfo"}, nil
+	case "request.userInfo.username":
+		return value{cel: "(request.userInfo.username != '' ? request.userInfo.username : " + unknown("username") + ")"}, nil
+	case "request.userInfo.groups":
+		return value{cel: "(size(request.userInfo.groups) > 0 ? request.userInfo.groups : " + unknown("groups") + ")"}, nil
+	}
+	name := key
+	if pseudo != "$" {
+		name = pseudo + "." + key
+	}
+	return value{}, t.refuse("%s is not in the context admitc translates (request.object, request.oldObject, request.operation, request.namespace, request.userInfo.username/groups, serviceAccountName/Namespace, element and elementIndex in a foreach)", name)
+}
+
+// index is ASTIndex: the element at i (negative from the end) of a list,
+// null when out of range or not a list.
+func (t *translator) index(cur string, i int) string {
+	v := t.name()
+	at := strconv.Itoa(i)
+	if i < 0 {
+		at = "size(" + v + ") + (" + at + ")"
+	}
+	return bind(v, cur, "type("+v+") == list && "+at+" >= 0 && "+at+" < size("+v+") ? "+v+"["+at+"] : null")
+}
+
+// projection is ASTProjection and ASTFilterProjection: the left side
+// (a missing key gives null), and if it is a list, the right side on each
+// element (kept when the filter holds), nulls dropped.
+func (t *translator) projection(n gojmespath.ASTNode, cur value) (string, error) {
+	left, err := t.concrete(n.Children[0], cur, false)
+	if err != nil {
+		return "", err
+	}
+	l, e, r := t.name(), t.name(), t.name()
+	right, err := t.concrete(n.Children[1], value{cel: e}, false)
+	if err != nil {
+		return "", err
+	}
+	list := l
+	if n.NodeType == gojmespath.ASTFilterProjection {
+		cond, err := t.concrete(n.Children[2], value{cel: e}, false)
+		if err != nil {
+			return "", err
+		}
+		c := t.name()
+		list = l + ".filter(" + e + ", !" + bind(c, cond, isFalse(c)) + ")"
+	}
+	return bind(l, left, "type("+l+") == list ? dyn("+list+".map("+e+", "+right+").filter("+r+", "+r+" != null)) : null"), nil
+}
+
+// flatten is ASTFlatten: a list with its list elements spliced in.
+func (t *translator) flatten(n gojmespath.ASTNode, cur value) (string, error) {
+	left, err := t.concrete(n.Children[0], cur, false)
+	if err != nil {
+		return "", err
+	}
+	l, e := t.name(), t.name()
+	return bind(l, left, "type("+l+") == list ? dyn("+l+".map("+e+", type("+e+") == list ? "+e+" : ["+e+"]).flatten()) : null"), nil
+}
+
+// valueProjection is ASTValueProjection (.*): the right side on each value
+// of a map. Kyverno's order of the values is Go's map order; admitc keeps
+// CEL's, so only an order-free use (length, contains, In operators) agrees.
+func (t *translator) valueProjection(n gojmespath.ASTNode, cur value) (string, error) {
+	left, err := t.concrete(n.Children[0], cur, false)
+	if err != nil {
+		return "", err
+	}
+	l, k, r := t.name(), t.name(), t.name()
+	right, err := t.concrete(n.Children[1], value{cel: l + "[" + k + "]"}, false)
+	if err != nil {
+		return "", err
+	}
+	return bind(l, left, "type("+l+") == map ? dyn("+l+".map("+k+", "+right+").filter("+r+", "+r+" != null)) : null"), nil
+}
+
+// or is ASTOrExpression: the left side unless it is false-like, then the
+// right side (missing keys give null on both).
+func (t *translator) or(n gojmespath.ASTNode, cur value) (string, error) {
+	left, err := t.concrete(n.Children[0], cur, false)
+	if err != nil {
+		return "", err
+	}
+	right, err := t.concrete(n.Children[1], cur, false)
+	if err != nil {
+		return "", err
+	}
+	l := t.name()
+	return bind(l, "dyn("+left+")", isFalse(l)+" ? dyn("+right+") : "+l), nil
+}
+
+// comparator is ASTComparator: == and != as deep equality, ordering for
+// two numbers only (else null).
+func (t *translator) comparator(n gojmespath.ASTNode, cur value) (string, error) {
+	left, err := t.concrete(n.Children[0], cur, false)
+	if err != nil {
+		return "", err
+	}
+	right, err := t.concrete(n.Children[1], cur, false)
+	if err != nil {
+		return "", err
+	}
+	ops := map[string]string{"tEQ": "==", "tNE": "!=", "tLT": "<", "tLTE": "<=", "tGT": ">", "tGTE": ">="}
+	op, ok := ops[fmt.Sprint(n.Value)]
+	if !ok {
+		return "", t.refuse("comparator %v", n.Value)
+	}
+	l, r := t.name(), t.name()
+	if op == "==" || op == "!=" {
+		return bind(l, "dyn("+left+")", bind(r, "dyn("+right+")", l+" "+op+" "+r)), nil
+	}
+	return bind(l, left, bind(r, right, isNumber(l)+" && "+isNumber(r)+" ? dyn(double("+l+") "+op+" double("+r+")) : null")), nil
+}
+
+// function lowers the JMESPath functions of the subset; their arguments
+// read missing keys as null, and a wrong argument type fails evaluation,
+// as go-jmespath's argument checks do.
+func (t *translator) function(n gojmespath.ASTNode, cur value) (string, error) {
+	name := n.Value.(string)
+	arity := map[string]int{"length": 1, "to_string": 1, "contains": 2, "starts_with": 2, "ends_with": 2}
+	want, ok := arity[name]
+	if !ok {
+		known := make([]string, 0, len(arity))
+		for k := range arity {
+			known = append(known, k)
+		}
+		sort.Strings(known)
+		return "", t.refuse("function %s() is not in the subset admitc translates (%s)", name, strings.Join(known, ", "))
+	}
+	if len(n.Children) != want {
+		return "", t.refuse("%s() takes %d argument(s)", name, want)
+	}
+	var args []string
+	for _, c := range n.Children {
+		a, err := t.concrete(c, cur, false)
+		if err != nil {
+			return "", err
+		}
+		args = append(args, a)
+	}
+	for i := range args {
+		args[i] = "dyn(" + args[i] + ")"
+	}
+	a := t.name()
+	switch name {
+	case "length":
+		return bind(a, args[0], "type("+a+") == string || type("+a+") == list || type("+a+") == map ? double(size("+a+")) : "+raise("invalid type for length()")), nil
+	case "to_string":
+		return bind(a, args[0], "type("+a+") == string ? "+a+" : "+jsonText(a)), nil
+	case "contains":
+		b := t.name()
+		return bind(a, args[0], bind(b, args[1], "type("+a+") == string ? (type("+b+") == string && "+a+".contains("+b+")) : type("+a+") == list ? "+b+" in "+a+" : "+raise("invalid type for contains()"))), nil
+	default:
+		b := t.name()
+		method := map[string]string{"starts_with": "startsWith", "ends_with": "endsWith"}[name]
+		return bind(a, args[0], bind(b, args[1], "type("+a+") == string && type("+b+") == string ? "+a+"."+method+"("+b+") : "+raise("invalid type for "+name+"()"))), nil
+	}
+}
+
+// jsonText is encoding/json's text of the value named v (Kyverno writes
+// non-string values so): null, booleans, numbers whose shortest form CEL
+// writes alike, and lists of those and of strings; maps, nested lists and
+// other numbers raise an evaluation error.
+func jsonText(v string) string {
+	return "(" + isList(v) + " ? '[' + " + v + ".map(e, " + jsonScalar("e") + ").join(',') + ']' : " + jsonScalar(v) + ")"
+}
+
+func isList(v string) string { return "type(" + v + ") == list" }
+
+// jsonScalar is encoding/json's text of a scalar, strings quoted with the
+// standard library's escapes (HTML characters as \u00XX).
+func jsonScalar(v string) string {
+	str := quote(`"`) + " + " + v
+	for _, r := range [][2]string{{`\`, `\\`}, {`"`, `\"`}, {"<", `\u003c`}, {">", `\u003e`}, {"&", `\u0026`}} {
+		str += ".replace(" + quote(r[0]) + ", " + quote(r[1]) + ")"
+	}
+	str += " + " + quote(`"`)
+	return "(" + v + " == null ? 'null' : type(" + v + ") == bool ? string(" + v + ") : " + isNumber(v) + " ? " + numberText(v, "JSON") +
+		" : type(" + v + ") == string && !" + v + ".matches(" + quote(`[\x00-\x1f\x{2028}\x{2029}]`) + ") ? " + str + " : " + raise("admitc does not write this value as JSON text in CEL") + ")"
+}
+
+// numberText writes the number named v as Go writes a float64 (an integer
+// below 1e6 in magnitude, or a fraction between 1e-4 and 1e6), and raises
+// an error for other magnitudes, whose exponent forms differ.
+func numberText(v, how string) string {
+	d := "double(" + v + ")"
+	return "(" + d + " > -1e6 && " + d + " < 1e6 && " + d + " == double(int(" + d + ")) ? string(int(" + d + ")) : " +
+		"(" + d + " > -1e6 && " + d + " < 1e6 && (" + d + " >= 1e-4 || " + d + " <= -1e-4)) ? string(" + d + ") : " + raise("admitc does not write this number as Go's "+how+" text") + ")"
+}
+
+// literal renders a JMESPath literal (a raw string or decoded JSON).
+func literal(v any) (string, error) {
+	switch x := v.(type) {
+	case nil:
+		return "null", nil
+	case bool:
+		return strconv.FormatBool(x), nil
+	case string:
+		return quote(x), nil
+	case float64:
+		return doubleLiteral(x), nil
+	case int:
+		return doubleLiteral(float64(x)), nil
+	case int64:
+		return doubleLiteral(float64(x)), nil
+	case []any:
+		var out []string
+		for _, e := range x {
+			s, err := literal(e)
+			if err != nil {
+				return "", err
+			}
+			out = append(out, s)
+		}
+		return "[" + strings.Join(out, ", ") + "]", nil
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var out []string
+		for _, k := range keys {
+			s, err := literal(x[k])
+			if err != nil {
+				return "", err
+			}
+			out = append(out, quote(k)+": "+s)
+		}
+		return "{" + strings.Join(out, ", ") + "}", nil
+	}
+	return "", fmt.Errorf("literal of type %T", v)
+}
