@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 
 	kyvernov1 "github.com/kyverno/kyverno/api/kyverno/v1"
 )
@@ -32,7 +33,22 @@ func policyTargets(p *kyvernov1.ClusterPolicy) (scalars []any, paths []string) {
 		collectTargets(rule, "", &scalars, &paths)
 	}
 	sort.Strings(paths)
-	return scalars, paths
+	return withoutVariables(scalars), paths
+}
+
+// withoutVariables drops literals holding a {{ }} reference: an object
+// carrying one makes Kyverno's engine substitute the value it reads into
+// itself without end (its substitution re-reads substituted text), which
+// exhausts memory rather than decides, and no admission request does that.
+func withoutVariables(scalars []any) []any {
+	out := scalars[:0]
+	for _, s := range scalars {
+		if str, ok := s.(string); ok && strings.Contains(str, "{{") {
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 func collectTargets(v any, key string, scalars *[]any, paths *[]string) {
