@@ -54,11 +54,18 @@ func NewKyverno(stream []byte) (*Kyverno, error) {
 		}
 		k.policies = append(k.policies, p)
 	}
-	k.jp = jmespath.New(k.cfg)
-	isCluster := false
-	k.eng = engine.NewEngine(k.cfg, k.jp, nil, factories.DefaultRegistryClientFactory(nil, nil),
-		imageverifycache.DisabledImageVerifyCache(), factories.DefaultContextLoaderFactory(nil), nil, &isCluster)
+	k.eng, k.jp = OfflineKyvernoEngine(k.cfg)
 	return k, nil
+}
+
+// OfflineKyvernoEngine is Kyverno's engine as its CLI runs it offline
+// (kyverno test, kyverno apply): no cluster client, no image verification.
+func OfflineKyvernoEngine(cfg config.Configuration) (engineapi.Engine, jmespath.Interface) {
+	jp := jmespath.New(cfg)
+	isCluster := false
+	eng := engine.NewEngine(cfg, jp, nil, factories.DefaultRegistryClientFactory(nil, nil),
+		imageverifycache.DisabledImageVerifyCache(), factories.DefaultContextLoaderFactory(nil), nil, &isCluster)
+	return eng, jp
 }
 
 // Name implements Engine.

@@ -13,23 +13,22 @@ import (
 	"github.com/kyverno/kyverno/pkg/config"
 	"github.com/kyverno/kyverno/pkg/engine"
 	engineapi "github.com/kyverno/kyverno/pkg/engine/api"
-	"github.com/kyverno/kyverno/pkg/engine/factories"
 	"github.com/kyverno/kyverno/pkg/engine/jmespath"
-	imageverifycache "github.com/kyverno/kyverno/pkg/image/verification/cache"
 	utilsengine "github.com/kyverno/kyverno/pkg/utils/engine"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
+	"github.com/admitc/admitc/internal/compare"
 	"github.com/admitc/admitc/ir"
 	"github.com/admitc/admitc/runtime"
 )
 
 func init() { ctrllog.SetLogger(logr.Discard()) }
 
-// kyvernoEngine is Kyverno's engine as its CLI runs it offline (kyverno
-// test, kyverno apply): no cluster client, no image verification.
+// kyvernoEngine is Kyverno's engine as its CLI runs it offline
+// (compare.OfflineKyvernoEngine).
 type kyvernoEngine struct {
 	eng engineapi.Engine
 	jp  jmespath.Interface
@@ -38,10 +37,7 @@ type kyvernoEngine struct {
 
 func newKyvernoEngine() *kyvernoEngine {
 	k := &kyvernoEngine{cfg: config.NewDefaultConfiguration(false)}
-	k.jp = jmespath.New(k.cfg)
-	isCluster := false
-	k.eng = engine.NewEngine(k.cfg, k.jp, nil, factories.DefaultRegistryClientFactory(nil, nil),
-		imageverifycache.DisabledImageVerifyCache(), factories.DefaultContextLoaderFactory(nil), nil, &isCluster)
+	k.eng, k.jp = compare.OfflineKyvernoEngine(k.cfg)
 	return k
 }
 
