@@ -35,28 +35,25 @@ const (
 func (r *reader) denyRule(pol *ir.Policy, c computedRule, path string, m loweredMatch, enforce bool) *refusal {
 	v := c.rule.Validation
 	vp := path + ".validate.deny"
-	conds, f := r.denyConditions(v.Deny, vp, conditions.Scope{}, c.autogenOf != "")
+	conds, f := r.denyConditions(v.Deny, vp, conditions.Scope{})
 	if f != nil {
 		return f
 	}
 	pol.Variables = append(pol.Variables, ir.NamedExpression{Name: DenyVariable, Expression: conds, Origin: r.origin(vp)})
 	outcome := "variables." + DenyVariable + " ? 'fail' : 'pass'"
 	if enforce && c.rule.HasValidateAllowExistingViolations() {
-		before, f := r.denyConditions(v.Deny, vp, conditions.Scope{Object: "oldObject", OldObject: "null", Operation: "'CREATE'"}, c.autogenOf != "")
+		before, f := r.denyConditions(v.Deny, vp, oldObjectScope)
 		if f != nil {
 			return f
 		}
 		pre := "true"
 		if c.rule.RawAnyAllConditions != nil {
-			pre, f = r.preconditions(c, path, conditions.Scope{Object: "oldObject", OldObject: "null", Operation: "'CREATE'"})
+			pre, f = r.preconditions(c, path, oldObjectScope)
 			if f != nil {
 				return f
 			}
 		}
-		when := "request.operation == 'UPDATE'"
-		if cond := oldObjectMatch(m); cond != "true" {
-			when += " && (" + cond + ")"
-		}
+		when := existingViolationGuard(m)
 		pol.Variables = append(pol.Variables, ir.NamedExpression{Name: DenyBeforeVariable, Expression: when + " && (" + pre + ") ? (" + before + ") : false", Origin: r.origin(vp)})
 		outcome = "variables." + DenyVariable + " && variables." + DenyBeforeVariable + " ? 'skip' : " + outcome
 	}
@@ -78,32 +75,30 @@ func (r *reader) denyRule(pol *ir.Policy, c computedRule, path string, m lowered
 	return nil
 }
 
+// oldObjectScope reads a rule's conditions on the old object of an UPDATE,
+// as Kyverno does for allowExistingViolations: the old object as the
+// object, with no old object of its own, as on a CREATE.
+var oldObjectScope = conditions.Scope{Object: "oldObject", OldObject: "null", Operation: "'CREATE'"}
+
 // denyConditions translates the deny block's any/all conditions.
-func (r *reader) denyConditions(d *kyvernov1.Deny, vp string, s conditions.Scope, autogen bool) (string, *refusal) {
+func (r *reader) denyConditions(d *kyvernov1.Deny, vp string, s conditions.Scope) (string, *refusal) {
 	if d.RawAnyAllConditions == nil {
 		return "", &refusal{"validate.deny", vp, "a deny block without conditions"}
 	}
-	c, err := conditions.Decode(d.GetAnyAllConditions())
-	if err != nil {
-		return "", r.conditionRefusal("validate.deny", vp+".conditions", err)
-	}
-	if f := conditionMessages(c, vp+".conditions"); f != nil {
-		return "", f
-	}
-	fresh := 0
-	e, err := conditions.Conditions(c, s, &fresh)
-	if err != nil {
-		return "", r.conditionRefusal("validate.deny", vp+".conditions", err)
-	}
-	return e, nil
+	return r.translateConditions(d.GetAnyAllConditions(), "validate.deny", vp+".conditions", s)
 }
 
 // preconditions translates the rule's JMESPath preconditions.
 func (r *reader) preconditions(c computedRule, path string, s conditions.Scope) (string, *refusal) {
-	at := path + ".preconditions"
-	conds, err := conditions.Decode(c.rule.GetAnyAllConditions())
+	return r.translateConditions(c.rule.GetAnyAllConditions(), "preconditions", path+".preconditions", s)
+}
+
+// translateConditions translates any/all conditions at the field path at,
+// or refuses them as feature.
+func (r *reader) translateConditions(raw any, feature, at string, s conditions.Scope) (string, *refusal) {
+	conds, err := conditions.Decode(raw)
 	if err != nil {
-		return "", r.conditionRefusal("preconditions", at, err)
+		return "", r.conditionRefusal(feature, at, err)
 	}
 	if f := conditionMessages(conds, at); f != nil {
 		return "", f
@@ -111,7 +106,7 @@ func (r *reader) preconditions(c computedRule, path string, s conditions.Scope) 
 	fresh := 0
 	e, err := conditions.Conditions(conds, s, &fresh)
 	if err != nil {
-		return "", r.conditionRefusal("preconditions", at, err)
+		return "", r.conditionRefusal(feature, at, err)
 	}
 	return e, nil
 }

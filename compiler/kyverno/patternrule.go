@@ -48,10 +48,7 @@ func (r *reader) patternRule(pol *ir.Policy, c computedRule, path string, m lowe
 	pol.Variables = append(pol.Variables, ir.NamedExpression{Name: PatternVariable, Expression: e.Result, Origin: r.origin(vp + patternField(v))})
 	if enforce && c.rule.HasValidateAllowExistingViolations() {
 		before, _ := translatePattern(v, "oldObject")
-		when := "request.operation == 'UPDATE'"
-		if cond := oldObjectMatch(m); cond != "true" {
-			when += " && (" + cond + ")"
-		}
+		when := existingViolationGuard(m)
 		pol.Variables = append(pol.Variables, ir.NamedExpression{Name: PatternBeforeVariable, Expression: when + " ? (" + before.Result + ") : 'pass'", Origin: r.origin(vp + patternField(v))})
 		outcome = ref + ".startsWith('fail') && variables." + PatternBeforeVariable + ".startsWith('fail') ? 'skip' : " + outcome
 	}
@@ -64,6 +61,16 @@ func (r *reader) patternRule(pol *ir.Policy, c computedRule, path string, m lowe
 	}}
 	pol.AuditAnnotations = []ir.AuditAnnotation{{Key: SkipAnnotation, ValueExpression: out + " == 'skip' ? (" + skipReason(e) + ") : ''", Origin: r.origin(vp + patternField(v))}}
 	return nil
+}
+
+// existingViolationGuard is when Kyverno looks at the old object for
+// allowExistingViolations: an UPDATE whose old object the rule matches.
+func existingViolationGuard(m loweredMatch) string {
+	when := "request.operation == 'UPDATE'"
+	if cond := oldObjectMatch(m); cond != "true" {
+		when += " && (" + cond + ")"
+	}
+	return when
 }
 
 // translatePattern translates the rule's pattern or anyPattern over root.
