@@ -183,9 +183,7 @@ type celScope struct {
 func (ev *evaluation) newScope(progs *celenv.Programs, in *celInputs) *celScope {
 	s := &celScope{ctx: ev.ctx, review: ev.review, progs: progs, in: in}
 	s.act = &celActivation{in: in}
-	if progs.VariablesType != nil {
-		s.act.variables = &variablesValue{typ: types.NewTypeValue(progs.VariablesType.TypeName(), traits.IndexerType|traits.FieldTesterType|traits.IterableType), scope: s}
-	}
+	s.act.variables = &variablesValue{typ: progs.VariablesType, scope: s}
 	return s
 }
 

@@ -7,13 +7,14 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/traits"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/util/version"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
-	apiservercel "k8s.io/apiserver/pkg/cel"
 	"k8s.io/apiserver/pkg/cel/environment"
 
 	"github.com/admitc/admitc/ir"
@@ -46,10 +47,10 @@ type CompiledPolicy struct {
 // Slices are in the policy's order; a Messages entry is a zero result when
 // its validation has no messageExpression.
 type Programs struct {
-	// Variables are the policy's variables; VariablesType is the type of
-	// the "variables" object they make up.
+	// Variables are the policy's variables; VariablesType is the CEL type
+	// of the "variables" object they make up, as lazy.NewMapValue types it.
 	Variables     []Variable
-	VariablesType *apiservercel.DeclType
+	VariablesType *types.Type
 	// MatchConditions' accessors are *matchconditions.MatchCondition.
 	MatchConditions []plugincel.CompilationResult
 	// Validations' accessors are *validating.ValidationCondition.
@@ -81,7 +82,7 @@ func Compile(p *ir.Policy) (*CompiledPolicy, error) {
 	}
 	cc := NewCompiler(RuntimeVersion())
 	opts := plugincel.OptionalVariableDeclarations{HasParams: p.ParamKind != nil, HasAuthorizer: true}
-	progs := &Programs{VariablesType: cc.state.mapType}
+	progs := &Programs{VariablesType: types.NewTypeValue(cc.state.mapType.TypeName(), traits.IndexerType|traits.FieldTesterType|traits.IterableType)}
 	keys := variableKeys(p.Variables, opts)
 	for i, v := range variableAccessors(p.Variables) {
 		res := cc.CompileAndStoreVariable(v, opts, environment.StoredExpressions)
