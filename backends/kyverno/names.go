@@ -1,10 +1,7 @@
 package kyverno
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/admitc/admitc/ir"
@@ -63,27 +60,6 @@ func unique(name string, used map[string]bool, notes *[]string) string {
 	return out
 }
 
-var invalidNameChars = regexp.MustCompile(`[^a-z0-9.-]+`)
-
-// ObjectName turns s into a valid Kubernetes object name (a DNS-1123
-// subdomain of at most MaxNameLength characters): lowercase, other
-// characters as '-', every dot-separated part starting and ending with a
-// letter or digit; a name cut to length ends with a hash of the whole.
-func ObjectName(s string) string {
-	clean := invalidNameChars.ReplaceAllString(strings.ToLower(s), "-")
-	var parts []string
-	for _, part := range strings.Split(clean, ".") {
-		if part = strings.Trim(part, "-"); part != "" {
-			parts = append(parts, part)
-		}
-	}
-	out := strings.Join(parts, ".")
-	if out == "" {
-		out = "policy"
-	}
-	if len(out) > MaxNameLength {
-		sum := sha256.Sum256([]byte(s))
-		out = strings.TrimRight(out[:MaxNameLength-9], "-.") + "-" + hex.EncodeToString(sum[:4])
-	}
-	return out
-}
+// ObjectName turns s into a valid Kubernetes object name of at most
+// MaxNameLength characters (ir.ObjectName).
+func ObjectName(s string) string { return ir.ObjectName(s, MaxNameLength) }

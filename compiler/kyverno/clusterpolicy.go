@@ -54,13 +54,14 @@ func (r *reader) ref(p *clusterPolicyObject, c computedRule) ir.PolicyRef {
 }
 
 // irName is a rule's IR policy name: POLICY.RULE, NAMESPACE.POLICY.RULE
-// for a Policy.
+// for a Policy, made a valid object name (a rule may be called
+// validate-readOnlyRootFilesystem, and the name names the admission policy).
 func irName(ref ir.PolicyRef) string {
 	name := ref.Name + "." + ref.Rule
 	if ref.Kind == "Policy" {
 		name = ref.Namespace + "." + name
 	}
-	return name
+	return ir.ObjectName(name, ir.MaxObjectNameLength)
 }
 
 // rule lowers one rule, or records why it cannot.

@@ -157,3 +157,20 @@ func policyNames(ps []ir.Policy) []string {
 	}
 	return out
 }
+
+// A rule name that is not a valid object name (published policies have
+// validate-readOnlyRootFilesystem) gives a valid IR policy name, since the
+// IR name names the admission policy the vap backend emits; the rule keeps
+// its own name.
+func TestRuleNamesBecomeObjectNames(t *testing.T) {
+	src := strings.Replace(strings.NewReplacer("ACTION", "Enforce", "EXISTING", "true", "FAILURE", "Fail").Replace(hostNetworkPolicy),
+		"name: pull-always", "name: Pull Always_ForLatest", 1)
+	set, diags := compiler.Compile([]compiler.Source{{Name: "p.yaml", Data: []byte(src)}}, compiler.Options{})
+	require.Empty(t, diags)
+	assert.Equal(t, []string{
+		"host-network.no-host-network", "host-network.pull-always-forlatest",
+		"host-network.autogen-no-host-network", "host-network.autogen-cronjob-no-host-network",
+		"host-network.autogen-pull-always-forlatest", "host-network.autogen-cronjob-pull-always-forlatest",
+	}, policyNames(set.Policies))
+	assert.Equal(t, "Pull Always_ForLatest", set.Policies[1].From.Rule)
+}
