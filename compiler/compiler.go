@@ -37,20 +37,31 @@ type Options struct {
 // Compile parses, lowers and type-checks the given policy files into one
 // policy set. Policy names must be unique across all files. On any error it
 // returns all diagnostics it found and a nil set.
+//
+// It works in three passes: every file is read and lowered in order; every
+// policy's CEL is type-checked (and a cel policy's workload policies are
+// generated and checked) on all cores, the bulk of the work; then the
+// results are taken in file order, exactly as a single pass would.
 func Compile(sources []Source, opts Options) (*ir.PolicySet, Diagnostics) {
 	set := &ir.PolicySet{Version: ir.Version, Policies: []ir.Policy{}}
 	var diags Diagnostics
 	names := map[string]ir.Origin{}
 	var bindings []foreignBinding
 	var brokenTemplateKinds []string
-	for _, src := range sources {
-		r := &reader{file: src.Name, lines: strings.Split(string(src.Data), "\n"), exprNodes: map[string]field{}}
-		decls, foreign := r.parse(src.Data)
-		for _, d := range decls {
-			set.Policies = append(set.Policies, r.compilePolicy(d, names, opts)...)
+	files := make([]*fileWork, len(sources))
+	var jobs []*checkJob
+	for i, src := range sources {
+		files[i] = readFile(src, opts)
+		jobs = append(jobs, files[i].jobs()...)
+	}
+	runChecks(jobs)
+	for _, fw := range files {
+		r := fw.r
+		for _, d := range fw.decls {
+			set.Policies = append(set.Policies, r.compilePolicy(d, names)...)
 		}
-		for _, f := range foreign {
-			set.Policies = append(set.Policies, r.compileForeign(f, names, opts)...)
+		for _, f := range fw.foreign {
+			set.Policies = append(set.Policies, r.compileForeign(f, names)...)
 			set.Skipped = append(set.Skipped, f.skipped...)
 			if f.binding != nil {
 				bindings = append(bindings, foreignBinding{binding: f.binding, policyName: f.policyName, kind: f.kind, constraint: f.constraint})
@@ -92,32 +103,26 @@ func (r *reader) parse(data []byte) ([]*policyDecl, []foreignDoc) {
 	return decls, foreign
 }
 
-// compilePolicy lowers one parsed policy, checks its CEL and, for a cel
-// policy, generates its workload policies (see autogenCEL).
-func (r *reader) compilePolicy(d *policyDecl, names map[string]ir.Origin, opts Options) []ir.Policy {
+// compilePolicy takes one lowered policy's results: its name, its CEL's
+// errors and, for a cel policy, the workload policies generated from it
+// (see autogenCEL), with their names and errors.
+func (r *reader) compilePolicy(d *declWork, names map[string]ir.Origin) []ir.Policy {
 	before := len(r.diags)
-	r.lower(d)
-	d.obj.done(fmt.Sprintf("a policy of type %q", d.policy.Type))
-	r.claimName(d.policy.Name, d.obj.fields["name"].origin, "", names)
+	r.claimName(d.decl.policy.Name, d.decl.obj.fields["name"].origin, "", names)
 	// Each policy's CEL is checked unless the policy itself has errors, so
 	// one run reports every broken expression in the file.
-	if len(r.diags) != before || d.info.kind == "" {
-		return []ir.Policy{d.policy}
+	if d.check == nil || len(r.diags) != before {
+		return []ir.Policy{d.decl.policy}
 	}
-	if d.policy.Type == TypeCEL {
-		addBuiltinVariables(&d.policy)
+	r.takeCheck(d.check)
+	if d.decl.policy.Type != TypeCEL || len(r.diags) != before {
+		return []ir.Policy{d.decl.policy}
 	}
-	r.checkCEL(&d.policy, opts.KubeVersion)
-	if d.policy.Type != TypeCEL || len(r.diags) != before {
-		return []ir.Policy{d.policy}
-	}
-	out := autogenCEL(d.policy, d.kinds)
+	out := d.check.generated
 	for i := range out {
 		if i > 0 {
-			r.claimName(out[i].Name, d.policy.Origin, d.policy.Name, names)
-		}
-		if i > 0 {
-			r.checkGenerated(&out[i], opts.KubeVersion)
+			r.claimName(out[i].Name, d.decl.policy.Origin, d.decl.policy.Name, names)
+			r.takeGenerated(d.check.generatedChecks[i])
 		}
 	}
 	return out
@@ -140,29 +145,26 @@ func (r *reader) claimName(name string, o ir.Origin, from string, names map[stri
 	names[name] = o
 }
 
-// checkGenerated type-checks a policy admitc rewrote; an error there is
-// reported at the policy with the rewritten CEL.
-func (r *reader) checkGenerated(p *ir.Policy, kubeVersion *version.Version) {
-	errs, err := celenv.Check(p, kubeVersion)
-	if err != nil {
-		r.errorf(p.Origin, "%v", err)
+// takeGenerated reports the errors of a policy admitc rewrote at the policy,
+// with the rewritten CEL.
+func (r *reader) takeGenerated(c *checkJob) {
+	if c.err != nil {
+		r.errorf(c.policy.Origin, "%v", c.err)
 		return
 	}
-	for _, e := range errs {
-		r.errorf(p.Origin, "%s: the CEL rewritten for its workloads does not compile: %s (rewritten CEL: %s)", p.Name, e.Message, e.Expression)
+	for _, e := range c.errs {
+		r.errorf(c.policy.Origin, "%s: the CEL rewritten for its workloads does not compile: %s (rewritten CEL: %s)", c.policy.Name, e.Message, e.Expression)
 	}
 }
 
-// checkCEL type-checks the policy with the API server's compiler and maps
-// each error back to its place in the file.
-func (r *reader) checkCEL(p *ir.Policy, kubeVersion *version.Version) {
-	errs, err := celenv.Check(p, kubeVersion)
-	if err != nil {
-		r.errorf(p.Origin, "%v", err)
+// takeCheck maps each type-checking error back to its place in the file.
+func (r *reader) takeCheck(c *checkJob) {
+	if c.err != nil {
+		r.errorf(c.policy.Origin, "%v", c.err)
 		return
 	}
-	for _, e := range errs {
-		r.diags = append(r.diags, r.celDiagnostic(p, e))
+	for _, e := range c.errs {
+		r.diags = append(r.diags, r.celDiagnostic(c.policy, e))
 	}
 }
 

@@ -108,26 +108,22 @@ func oneOrNone(p *ir.Policy) []*ir.Policy {
 // generated for pod controllers (its From names what it was generated
 // from) is checked as rewritten CEL, and not at all when its source policy
 // has CEL errors of its own: they are reported once, at their place.
-func (r *reader) compileForeign(f foreignDoc, names map[string]ir.Origin, opts Options) []ir.Policy {
+func (r *reader) compileForeign(f *foreignWork, names map[string]ir.Origin) []ir.Policy {
 	var out []ir.Policy
 	broken := map[string]bool{}
-	for _, p := range f.policies {
+	for i, p := range f.policies {
+		c := f.checks[i]
 		if p.From != nil && p.From.AutogenOf != "" {
 			r.claimName(p.Name, p.Origin, p.From.AutogenOf, names)
 			if !broken[p.From.AutogenOf] {
-				r.checkGenerated(p, opts.KubeVersion)
+				r.takeGenerated(c)
 			}
 			out = append(out, *p)
 			continue
 		}
 		r.claimName(p.Name, p.Origin, "", names)
-		for _, path := range expressionPaths(p) {
-			if n := f.doc.NodeAt(path); n != nil {
-				r.exprNodes[path] = field{node: n, origin: f.doc.Origin(n, path)}
-			}
-		}
 		before := len(r.diags)
-		r.checkCEL(p, opts.KubeVersion)
+		r.takeCheck(c)
 		if len(r.diags) != before && p.From != nil {
 			broken[sourceName(p.From)] = true
 		}

@@ -109,8 +109,22 @@ func (c *Compiler) CreateContext(parent context.Context) plugincel.CompositionCo
 	return &compositionContext{Context: parent, state: c.state}
 }
 
-// compileIn is plugincel's compiler.CompileCELExpression (k8s.io/apiserver v0.36.3).
+// compileIn is plugincel's compiler.CompileCELExpression (k8s.io/apiserver
+// v0.36.3), remembered per environment, mode, return types and expression
+// text (see programCache): a policy set repeats expressions (autogen, one
+// policy shape with different names), and a compiled program is immutable.
 func compileIn(envSet *environment.EnvSet, a plugincel.ExpressionAccessor, mode environment.Type) plugincel.CompilationResult {
+	key := programKey{env: envSet, mode: mode, returnTypes: returnTypesKey(a.ReturnTypes()), expression: a.GetExpression()}
+	if res, ok := programs.get(key); ok {
+		res.ExpressionAccessor = a
+		return res
+	}
+	res := compileUncached(envSet, a, mode)
+	programs.put(key, res)
+	return res
+}
+
+func compileUncached(envSet *environment.EnvSet, a plugincel.ExpressionAccessor, mode environment.Type) plugincel.CompilationResult {
 	env, err := envSet.Env(mode)
 	if err != nil {
 		return compileError(a, fmt.Sprintf("unexpected error loading CEL environment: %v", err), apiservercel.ErrorTypeInternal, nil)

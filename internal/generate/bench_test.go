@@ -10,6 +10,7 @@ import (
 	"github.com/admitc/admitc/backends"
 	"github.com/admitc/admitc/backends/webhook"
 	"github.com/admitc/admitc/compiler"
+	"github.com/admitc/admitc/internal/celenv"
 )
 
 // thousandPolicies is one file with 1,000 policies cycling through the
@@ -35,6 +36,26 @@ func thousandPolicies() []compiler.Source {
 	return []compiler.Source{{Name: "thousand.yaml", Data: []byte(b.String())}}
 }
 
+// thousandDistinctPolicies is 1,000 policies of the same types whose CEL
+// all differs (each names its own label, registry, path or limit), so no
+// compiled program is shared between them.
+func thousandDistinctPolicies() []compiler.Source {
+	bodies := []string{
+		`type: required-labels, labels: [team-%d]`,
+		`type: allowed-registries, registries: [registry%d.example.com, docker.io/library]`,
+		`type: no-host-path, allowedPaths: [/var/log/%d]`,
+		`type: default-requests, requests: {cpu: %dm, memory: 128Mi}`,
+		`type: add-labels, labels: {example.com/policy-%d: admitc}`,
+		`type: cel, validations: [{expression: "object.spec.containers.all(c, c.name != 'c%d')", message: names}]`,
+	}
+	var b strings.Builder
+	b.WriteString("policies:\n")
+	for i := 0; i < 1000; i++ {
+		fmt.Fprintf(&b, "  - {name: p%04d, "+bodies[i%len(bodies)]+"}\n", i, i+1)
+	}
+	return []compiler.Source{{Name: "distinct.yaml", Data: []byte(b.String())}}
+}
+
 // BenchmarkParse1000 is parsing alone: the YAML of 1,000 policies into nodes.
 func BenchmarkParse1000(b *testing.B) {
 	src := thousandPolicies()
@@ -51,6 +72,7 @@ func BenchmarkParse1000(b *testing.B) {
 func BenchmarkCompile1000(b *testing.B) {
 	src := thousandPolicies()
 	for b.Loop() {
+		celenv.ForgetPrograms()
 		if _, diags := compiler.Compile(src, compiler.Options{}); len(diags) > 0 {
 			b.Fatal(diags)
 		}
@@ -63,6 +85,20 @@ func BenchmarkCompile1000AllBackends(b *testing.B) {
 	src := thousandPolicies()
 	opts := backends.Options{Namespaces: []string{"shop"}, Webhook: webhook.Defaults}
 	for b.Loop() {
+		celenv.ForgetPrograms()
+		if _, diags, err := Run(Request{Sources: src, Backends: []string{"all"}, Options: opts, WithIR: true}); err != nil || len(diags) > 0 {
+			b.Fatal(err, diags)
+		}
+	}
+}
+
+// BenchmarkCompile1000Distinct is BenchmarkCompile1000AllBackends on 1,000
+// policies that share no expression.
+func BenchmarkCompile1000Distinct(b *testing.B) {
+	src := thousandDistinctPolicies()
+	opts := backends.Options{Namespaces: []string{"shop"}, Webhook: webhook.Defaults}
+	for b.Loop() {
+		celenv.ForgetPrograms()
 		if _, diags, err := Run(Request{Sources: src, Backends: []string{"all"}, Options: opts, WithIR: true}); err != nil || len(diags) > 0 {
 			b.Fatal(err, diags)
 		}

@@ -7,19 +7,36 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	goruntime "runtime"
+	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 )
 
 // YAML renders objects as one multi-document YAML stream ("---" between
-// documents).
+// documents). Objects are rendered on every core: a policy set of a
+// thousand policies is thousands of objects, and each renders alone.
 func YAML(objs []runtime.Object) ([]byte, error) {
+	docs := make([][]byte, len(objs))
+	errs := make([]error, len(objs))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(goruntime.GOMAXPROCS(0), len(objs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1)) - 1; i < len(objs); i = int(next.Add(1)) - 1 {
+				docs[i], errs[i] = Object(objs[i])
+			}
+		}()
+	}
+	wg.Wait()
 	var buf bytes.Buffer
-	for i, obj := range objs {
-		doc, err := Object(obj)
-		if err != nil {
-			return nil, err
+	for i, doc := range docs {
+		if errs[i] != nil {
+			return nil, errs[i]
 		}
 		if i > 0 {
 			buf.WriteString("---\n")
