@@ -1,4 +1,4 @@
-//go:build kyverno
+//go:build kyverno && !serveonly
 
 package cli
 

@@ -97,7 +97,7 @@ func addCompletionExamples(root *cobra.Command) {
 var extraCommands []func(Streams) *cobra.Command
 
 func subcommands(s Streams) []*cobra.Command {
-	cmds := []*cobra.Command{NewTestCommand(s), NewCELCommand(s), NewCompileCommand(s), NewVAPCommand(s), NewWebhookConfigCommand(s), NewServeCommand(s), NewCertsCommand(s), NewCompareCommand(s), NewVerifyCommand(s), NewMigrateCommand(s), NewVersionCommand(s)}
+	cmds := append(toolCommands(s), NewServeCommand(s), NewCertsCommand(s), NewVersionCommand(s))
 	for _, c := range extraCommands {
 		cmds = append(cmds, c(s))
 	}

@@ -1,3 +1,5 @@
+//go:build !serveonly
+
 package cli
 
 import (

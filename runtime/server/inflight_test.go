@@ -15,7 +15,7 @@ import (
 	"github.com/admitc/admitc/runtime"
 )
 
-func exampleEngine(t *testing.T) *runtime.Engine {
+func exampleEngine(t testing.TB) *runtime.Engine {
 	src, err := compiler.ReadSources([]string{"../../examples/policies/policies.json"})
 	require.NoError(t, err)
 	set, diags := compiler.Compile(src, compiler.Options{})

@@ -6,8 +6,16 @@
 //
 //	load echo -addr 127.0.0.1:9443 -cert tls.crt -key tls.key   # the baseline server
 //	load run -url https://127.0.0.1:8443/validate -ca ca.crt -review r.json -rate 2000 -duration 10s
+//	load ramp -ca ca.crt -review r.json -target baseline=https://127.0.0.1:9443/validate \
+//	    -target validate=https://127.0.0.1:8443/validate
 //
-// Runs are bounded: at most 20,000 reviews/s and 120 s.
+// ramp raises the rate step by step, every target in turn at each step (so
+// the machine's noise falls on all alike), until no target holds p99 within
+// the bound with zero errors; it prints, per target, the highest rate it
+// sustained and p50/p99 at 1,000/s and 2,000/s, and the ratios to the first
+// target (the baseline).
+//
+// Runs are bounded: at most 20,000 reviews/s and 120 s per step.
 package main
 
 import (
@@ -32,7 +40,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: load echo|run [flags]")
+		fmt.Fprintln(os.Stderr, "usage: load echo|run|ramp [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -41,8 +49,10 @@ func main() {
 		err = echo(os.Args[2:])
 	case "run":
 		err = runLoad(os.Args[2:])
+	case "ramp":
+		err = ramp(os.Args[2:])
 	default:
-		err = fmt.Errorf("unknown mode %q (echo or run)", os.Args[1])
+		err = fmt.Errorf("unknown mode %q (echo, run or ramp)", os.Args[1])
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
@@ -99,6 +109,10 @@ type config struct {
 	rate                  int
 	duration              time.Duration
 	conns, pid            int
+	// overload expects answers other than 200 (429 when no evaluation slot
+	// frees before a review's deadline) and judges latency by maxP99 instead.
+	overload bool
+	maxP99   time.Duration
 }
 
 func runLoad(args []string) error {
@@ -112,6 +126,8 @@ func runLoad(args []string) error {
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "how long to send (at most 120s)")
 	fs.IntVar(&c.conns, "conns", 16, "keep-alive connections")
 	fs.IntVar(&c.pid, "pid", 0, "server process to sample resident memory of")
+	fs.BoolVar(&c.overload, "overload", false, "above capacity: count answers by status, fail only on transport errors or a p99 above -max-p99")
+	fs.DurationVar(&c.maxP99, "max-p99", 0, "with -overload, the p99 the server must keep (its answers come by the review's deadline)")
 	_ = fs.Parse(args)
 	if c.rate <= 0 || c.rate > 20000 || c.duration <= 0 || c.duration > 120*time.Second {
 		return errors.New("-rate must be 1..20000 and -duration at most 120s")
@@ -142,6 +158,13 @@ func runLoad(args []string) error {
 	r := fire(client, c, body)
 	r.rssStart, r.rssEnd = rssStart, rss(c.pid)
 	fmt.Println(r.String(c))
+	if c.overload {
+		if r.errors > 0 || (c.maxP99 > 0 && r.percentile(99) > c.maxP99) {
+			fmt.Printf("overload: FAIL: %d transport errors, p99 %v (bound %v)\n", r.errors, r.percentile(99), c.maxP99)
+			os.Exit(1)
+		}
+		return nil
+	}
 	if r.non2xx > 0 || r.errors > 0 {
 		os.Exit(1)
 	}
@@ -165,6 +188,7 @@ func newClient(caFile string, conns int) (*http.Client, error) {
 
 type result struct {
 	sent, ok, non2xx, errors int
+	byStatus                 map[int]int
 	latencies                []time.Duration
 	elapsed                  time.Duration
 	rssStart, rssEnd         int
@@ -176,7 +200,7 @@ func fire(client *http.Client, c config, body []byte) *result {
 	total := int(c.duration.Seconds() * float64(c.rate))
 	interval := time.Second / time.Duration(c.rate)
 	jobs := make(chan time.Time, total)
-	r := &result{latencies: make([]time.Duration, 0, total)}
+	r := &result{latencies: make([]time.Duration, 0, total), byStatus: map[int]int{}}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for w := 0; w < c.conns*4; w++ {
@@ -196,6 +220,9 @@ func fire(client *http.Client, c config, body []byte) *result {
 				}
 				lat := time.Since(scheduled)
 				mu.Lock()
+				if err == nil {
+					r.byStatus[code]++
+				}
 				switch {
 				case err != nil:
 					r.errors++
@@ -235,6 +262,16 @@ func (r *result) String(c config) string {
 	line := fmt.Sprintf("%-8s rate=%d/s sent=%d ok=%d non2xx=%d errors=%d throughput=%.0f/s p50=%sms p95=%sms p99=%sms max=%sms",
 		c.name, c.rate, r.sent, r.ok, r.non2xx, r.errors, float64(r.ok)/r.elapsed.Seconds(),
 		ms(r.percentile(50)), ms(r.percentile(95)), ms(r.percentile(99)), ms(r.percentile(100)))
+	if r.non2xx > 0 {
+		codes := make([]int, 0, len(r.byStatus))
+		for code := range r.byStatus {
+			codes = append(codes, code)
+		}
+		sort.Ints(codes)
+		for _, code := range codes {
+			line += fmt.Sprintf(" status_%d=%d", code, r.byStatus[code])
+		}
+	}
 	if c.pid > 0 {
 		line += fmt.Sprintf(" rss_start=%dMiB rss_end=%dMiB", r.rssStart/1024, r.rssEnd/1024)
 	}
