@@ -37,6 +37,8 @@ type ServeOptions struct {
 	ShutdownDelay   time.Duration
 	DrainTimeout    time.Duration
 	MaxInflight     int
+	MaxQueueWait    time.Duration
+	MaxQueued       int
 	MaxListItems    int
 
 	// Listening, when set, receives the address once the server listens (tests).
@@ -105,6 +107,8 @@ policies do not compile or the certificate cannot be loaded at start-up.`,
 	f.BoolVar(&o.Offline, "offline", false, "read namespaces and parameter objects from files (--namespace-labels, --params), even inside a pod")
 	f.DurationVar(&o.ShutdownDelay, "shutdown-delay", 2*time.Second, "after SIGTERM, how long /readyz fails before the listener closes")
 	f.DurationVar(&o.DrainTimeout, "drain-timeout", 30*time.Second, "after SIGTERM, the longest wait for reviews in flight")
+	f.DurationVar(&o.MaxQueueWait, "max-queue-wait", server.DefaultMaxQueueWait, "longest wait of a review for an evaluation slot: past it (or past the review's deadline) the answer is 429 at once, and the API server applies the webhook's failurePolicy")
+	f.IntVar(&o.MaxQueued, "max-queued", 0, fmt.Sprintf("reviews that may wait for an evaluation slot (0: %d per slot); one more is answered 429 at once, before its body is read, and the API server applies the webhook's failurePolicy", server.DefaultQueuePerSlot))
 	f.IntVar(&o.MaxInflight, "max-inflight", 0, "reviews decoded and evaluated at once (0: GOMAXPROCS); a review that finds no free slot before its deadline is answered 429 and the API server applies the webhook's failurePolicy")
 	f.IntVar(&o.MaxListItems, "max-list-items", server.DefaultMaxListItems, "longest list an object may hold to be evaluated; a longer one is answered 413 and the API server applies the webhook's failurePolicy (CEL evaluation time grows with the square of a list's length)")
 	_ = cmd.MarkFlagRequired("cert")
@@ -121,6 +125,10 @@ func (o *ServeOptions) Validate() error {
 		return usageError(errors.New("--offline reads namespaces and parameter objects from files; --kubeconfig reads them from the API server: give one"))
 	case o.source != offline && (o.NamespaceLabels != "" || len(o.Params) > 0):
 		return usageError(fmt.Errorf("--namespace-labels and --params are for offline use: with %s, namespaces and parameter objects come from the API server (add --offline to read files instead)", o.source))
+	case o.MaxQueued < 0:
+		return usageError(fmt.Errorf("--max-queued %d: want 0 (%d per slot) or more reviews", o.MaxQueued, server.DefaultQueuePerSlot))
+	case o.MaxQueueWait < 0:
+		return usageError(fmt.Errorf("--max-queue-wait %v: want a positive duration, e.g. 250ms", o.MaxQueueWait))
 	case o.MaxInflight < 0:
 		return usageError(fmt.Errorf("--max-inflight %d: want 0 (GOMAXPROCS) or more reviews at once", o.MaxInflight))
 	case o.MaxListItems < 0:
@@ -145,7 +153,7 @@ func (o *ServeOptions) Run(ctx context.Context) error {
 		return usageError(err)
 	}
 	cfg := server.Config{Engine: engine, Certs: certs, Logger: logger, Metrics: metrics,
-		MaxInflight: o.MaxInflight, MaxListItems: o.MaxListItems}
+		MaxInflight: o.MaxInflight, MaxQueueWait: o.MaxQueueWait, MaxQueued: o.MaxQueued, MaxListItems: o.MaxListItems}
 	if o.ClientCA != "" {
 		if cfg.ClientCAs, err = server.LoadCertPool(o.ClientCA); err != nil {
 			return usageError(err)

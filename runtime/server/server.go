@@ -43,6 +43,15 @@ type Config struct {
 	// GOMAXPROCS); a review that finds no free slot before its deadline is
 	// answered 429, so the API server applies the webhook's failurePolicy.
 	MaxInflight int
+	// MaxQueueWait bounds how long a review waits for a slot (default
+	// DefaultMaxQueueWait), however far its deadline is: past capacity the
+	// API server gets a fast 429 and applies the failure policy, instead of
+	// holding its request until the webhook's timeout while the queue grows.
+	MaxQueueWait time.Duration
+	// MaxQueued bounds the reviews waiting for a slot (default
+	// DefaultQueuePerSlot per slot); one more is answered 429 at once,
+	// before its body is read, so past capacity memory stays flat.
+	MaxQueued int
 	// MaxListItems is the longest list an object may hold to be evaluated
 	// (default DefaultMaxListItems); a longer one is answered 413.
 	MaxListItems int
@@ -59,6 +68,9 @@ type Server struct {
 	// slots holds one token per review being decoded or evaluated;
 	// largeSlots one per review of a body over LargeBodyBytes.
 	slots, largeSlots chan struct{}
+	// admitted holds one token per review being read, waiting for a slot
+	// or evaluated: MaxInflight + MaxQueued at most.
+	admitted chan struct{}
 	// conns knows which connections are new or serving a request: the
 	// drain waits for none to be left.
 	conns    connTracker
@@ -91,7 +103,14 @@ func New(cfg Config) *Server {
 	if cfg.MaxInflight <= 0 {
 		cfg.MaxInflight = goruntime.GOMAXPROCS(0)
 	}
-	s := &Server{cfg: cfg, slots: make(chan struct{}, cfg.MaxInflight), largeSlots: make(chan struct{}, 1)}
+	if cfg.MaxQueueWait <= 0 {
+		cfg.MaxQueueWait = DefaultMaxQueueWait
+	}
+	if cfg.MaxQueued <= 0 {
+		cfg.MaxQueued = DefaultQueuePerSlot * cfg.MaxInflight
+	}
+	s := &Server{cfg: cfg, slots: make(chan struct{}, cfg.MaxInflight), largeSlots: make(chan struct{}, 1),
+		admitted: make(chan struct{}, cfg.MaxInflight+cfg.MaxQueued)}
 	s.engine.Store(cfg.Engine)
 	s.http = &http.Server{
 		Handler:           s.closeWhileDraining(s.routes()),
@@ -241,6 +260,13 @@ func (s *Server) reviewHandler(phase Phase) http.Handler {
 func (s *Server) review(r *http.Request, phase Phase, entry *logEntry) (*admissionv1.AdmissionReview, *httpError) {
 	ctx, cancel := reviewDeadline(r.Context(), r, s.cfg.ReviewTimeout)
 	defer cancel()
+	select {
+	case s.admitted <- struct{}{}:
+		defer func() { <-s.admitted }()
+	default:
+		return nil, &httpError{code: http.StatusTooManyRequests, msg: fmt.Sprintf("too many reviews in flight: %d evaluating and %d waiting (--max-inflight, --max-queued; raise them or add replicas); "+
+			"the API server applies the webhook's failurePolicy", s.cfg.MaxInflight, s.cfg.MaxQueued)}
+	}
 	body, err := readBody(r)
 	if err != nil {
 		return nil, asHTTPError(err)
@@ -278,8 +304,19 @@ func (s *Server) review(r *http.Request, phase Phase, entry *logEntry) (*admissi
 // ones wait for.
 const LargeBodyBytes = 256 << 10
 
+// DefaultMaxQueueWait is how long a review waits for an evaluation slot at
+// most. A review takes well under a millisecond of a slot, so a wait this
+// long means the webhook is past its capacity: answering at once keeps the
+// latency the API server sees bounded and the queue (and memory) short.
+const DefaultMaxQueueWait = 250 * time.Millisecond
+
+// DefaultQueuePerSlot is how many reviews may wait per evaluation slot: a
+// burst far above the steady rate still waits, a flood is answered at once.
+const DefaultQueuePerSlot = 64
+
 // acquire waits for an evaluation slot, in the lane a body of size bytes
-// belongs to, until ctx's deadline; release gives it back. Decoding and
+// belongs to, until ctx's deadline or MaxQueueWait, whichever comes first;
+// release gives it back. Decoding and
 // evaluating only inside a slot bounds the CPU and the memory that reviews
 // take at once, whatever arrives.
 func (s *Server) acquire(ctx context.Context, size int) (release func(), err error) {
@@ -293,12 +330,16 @@ func (s *Server) acquire(ctx context.Context, size int) (release func(), err err
 		return release, nil
 	default:
 	}
+	wait := time.NewTimer(s.cfg.MaxQueueWait)
+	defer wait.Stop()
 	select {
 	case slots <- struct{}{}:
 		return release, nil
 	case <-ctx.Done():
 		return nil, &httpError{code: http.StatusTooManyRequests, msg: "too many reviews in flight: " + lane +
 			" freed before the review's deadline (raise --max-inflight or add replicas); the API server applies the webhook's failurePolicy"}
+	case <-wait.C:
+		return nil, &httpError{code: http.StatusTooManyRequests, msg: fmt.Sprintf("too many reviews in flight: %s freed within %v (--max-queue-wait; raise --max-inflight or add replicas); the API server applies the webhook's failurePolicy", lane, s.cfg.MaxQueueWait)}
 	}
 }
 

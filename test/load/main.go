@@ -183,6 +183,9 @@ func newClient(caFile string, conns int) (*http.Client, error) {
 	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{RootCAs: pool}, MaxIdleConns: conns, MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns,
 		IdleConnTimeout: 60 * time.Second,
+		// The API server calls webhooks over HTTP/2, many reviews at once
+		// on one connection; so does the load generator.
+		ForceAttemptHTTP2: true,
 	}}, nil
 }
 
@@ -192,6 +195,8 @@ type result struct {
 	latencies                []time.Duration
 	elapsed                  time.Duration
 	rssStart, rssEnd         int
+	// rssSamples is the server's RSS (KiB) once a second during the run.
+	rssSamples []int
 }
 
 // fire sends at a fixed rate for the duration; each request's latency runs
@@ -203,7 +208,14 @@ func fire(client *http.Client, c config, body []byte) *result {
 	r := &result{latencies: make([]time.Duration, 0, total), byStatus: map[int]int{}}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for w := 0; w < c.conns*4; w++ {
+	// Enough senders for the rate: a slow server must not slow the sending
+	// down (open loop). Above capacity, a second's worth of reviews may be
+	// in flight at once, as an API server's many callers would have them.
+	workers := c.conns * 4
+	if c.overload {
+		workers = max(workers, c.rate)
+	}
+	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -237,6 +249,22 @@ func fire(client *http.Client, c config, body []byte) *result {
 		}()
 	}
 	start := time.Now()
+	stopSampling := make(chan struct{})
+	sampled := make(chan []int)
+	go func() {
+		var samples []int
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+				samples = append(samples, rss(c.pid))
+			case <-stopSampling:
+				sampled <- samples
+				return
+			}
+		}
+	}()
 	for i := 0; i < total; i++ {
 		jobs <- start.Add(time.Duration(i) * interval)
 	}
@@ -244,6 +272,8 @@ func fire(client *http.Client, c config, body []byte) *result {
 	close(jobs)
 	wg.Wait()
 	r.elapsed = time.Since(start)
+	close(stopSampling)
+	r.rssSamples = <-sampled
 	return r
 }
 
@@ -274,6 +304,13 @@ func (r *result) String(c config) string {
 	}
 	if c.pid > 0 {
 		line += fmt.Sprintf(" rss_start=%dMiB rss_end=%dMiB", r.rssStart/1024, r.rssEnd/1024)
+		if c.overload && len(r.rssSamples) > 0 {
+			mib := make([]string, len(r.rssSamples))
+			for i, k := range r.rssSamples {
+				mib[i] = strconv.Itoa(k / 1024)
+			}
+			line += " rss_per_second_MiB=" + strings.Join(mib, ",")
+		}
 	}
 	return line
 }

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/../.."
 MODE=${MODE:-ramp}; RATE=${RATE:-2000}; DURATION=${DURATION:-10s}; CONNS=${CONNS:-16}
 work=$(mktemp -d)
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+cleanup() { [ -n "${KEEP_LOG:-}" ] && cp "$work/serve.log" "$KEEP_LOG" 2>/dev/null; for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 export CGO_ENABLED=0
 go build -trimpath -ldflags "-s -w" -o "$work/admitc" ./cmd/admitc
@@ -21,6 +21,7 @@ review=examples/reviews/review-pod.json
 
 # serve BINARY PORT: start admitc serve on the example policies; sets served_pid.
 serve() {
+  GODEBUG=${SERVE_GODEBUG:-} \
   "$1" serve --policies examples/policies/policies.json --cert "$work/tls/tls.crt" --key "$work/tls/tls.key" \
     --host 127.0.0.1 --port "$2" 2>>"$work/serve.log" & pids+=($!); served_pid=$!
   healthy "$2"
@@ -50,6 +51,11 @@ overload)
   # The API server sends ?timeout= (the webhook's timeoutSeconds); past its
   # deadline a review is not evaluated and the answer is an error, so the
   # API server applies the failure policy instead of waiting.
+  "$work/load" echo -addr 127.0.0.1:19443 -cert "$work/tls/tls.crt" -key "$work/tls/tls.key" & pids+=($!); echo_pid=$!
+  healthy 19443
+  "$work/load" run -name baseline -overload -url "https://127.0.0.1:19443/validate?timeout=${TIMEOUT:-2s}" -ca "$work/tls/ca.crt" -review $review \
+    -rate "${RATE}" -duration "$DURATION" -conns "${CONNS}" -pid "$echo_pid" || true
+  kill "$echo_pid"
   serve "$work/admitc-serve" 18443
   echo "rss at rest: $(rss_mib "$served_pid") MiB"
   "$work/load" run -name overload -overload -url "https://127.0.0.1:18443/validate?timeout=${TIMEOUT:-2s}" -ca "$work/tls/ca.crt" -review $review \
