@@ -8,11 +8,12 @@ import (
 	"encoding/json"
 	"fmt"
 	goruntime "runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
+	yaml "go.yaml.in/yaml/v2"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/yaml"
 )
 
 // YAML renders objects as one multi-document YAML stream ("---" between
@@ -67,7 +68,48 @@ func Object(obj runtime.Object) ([]byte, error) {
 	if data, err = withoutStatus(data); err != nil {
 		return nil, fmt.Errorf("encode %T: %w", obj, err)
 	}
-	return yaml.JSONToYAML(data)
+	return jsonToYAML(data)
+}
+
+// jsonToYAML is sigs.k8s.io/yaml's JSONToYAML with the JSON read by
+// encoding/json instead of a YAML parser (the slow half of JSONToYAML):
+// numbers keep their type as go-yaml would resolve them (int, then uint64,
+// then float64), and go-yaml writes the value, keys sorted, as before.
+func jsonToYAML(data []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return yaml.Marshal(numbers(v))
+}
+
+// numbers replaces every json.Number with the Go number go-yaml would
+// have parsed it into.
+func numbers(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			v[k] = numbers(x)
+		}
+	case []any:
+		for i, x := range v {
+			v[i] = numbers(x)
+		}
+	case json.Number:
+		if i, err := strconv.ParseInt(string(v), 10, 0); err == nil {
+			return int(i)
+		}
+		if u, err := strconv.ParseUint(string(v), 10, 64); err == nil {
+			return u
+		}
+		if f, err := v.Float64(); err == nil {
+			return f
+		}
+		return string(v)
+	}
+	return v
 }
 
 // withoutStatus drops the top-level status field of a JSON object. The

@@ -1,6 +1,7 @@
 package render
 
 import (
+	sigsyaml "sigs.k8s.io/yaml"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -39,4 +40,25 @@ func TestObjectKeepsEverythingElse(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "apiVersion: v1\nkind: Service\nmetadata:\n  annotations:\n    status: kept\n  name: a<b>&c\n"+
 		"spec:\n  ports:\n  - name: https\n    port: 443\n    targetPort: 0\n", string(data))
+}
+
+// TestJSONToYAMLAsSigsYAML: the fast JSON-to-YAML writes exactly the bytes
+// sigs.k8s.io/yaml's JSONToYAML writes, numbers and quoting included.
+func TestJSONToYAMLAsSigsYAML(t *testing.T) {
+	for _, doc := range []string{
+		`{"a":1,"b":1.5,"c":1e3,"d":-7,"e":0,"f":1.0,"g":9223372036854775807,"h":18446744073709551615,"i":1e400000}`,
+		`{"s":["yes","no","on","1","1.5","null","~","","0x10","012","true","a: b","- x","#c","é\u2028","multi\nline","  padded "]}`,
+		`{"z":{"b":[],"a":{}},"y":null,"x":true,"10":"k","9":"k","a10":1,"a9":2}`,
+		`[1,"two",{"three":[3.25,-0.5e-7]}]`,
+		`"plain"`,
+	} {
+		want, werr := sigsyaml.JSONToYAML([]byte(doc))
+		got, gerr := jsonToYAML([]byte(doc))
+		if werr != nil {
+			assert.Error(t, gerr, doc)
+			continue
+		}
+		require.NoError(t, gerr, doc)
+		assert.Equal(t, string(want), string(got), doc)
+	}
 }
