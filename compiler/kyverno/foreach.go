@@ -16,8 +16,9 @@ import (
 // (validate_resource.go validateForEach and validateElements):
 //
 //   - each entry's list is a JMESPath query (a key it cannot resolve skips
-//     the entry); a value that is not a list is a list of one, and null
-//     elements are skipped;
+//     the entry; request.object is null on DELETE, as the query is not a
+//     {{ }} substitution); a value that is not a list is a list of one, and
+//     null elements are skipped;
 //   - each element is put in the context (element, elementIndex, elementN,
 //     elementIndexN) and is the pattern's scope when it is a map (or as
 //     elementScope says; elementScope true on another value is an error);
@@ -201,6 +202,11 @@ func (l *foreachLowering) entry(fe *kyvernov1.ForEachValidation, k int, path str
 	}
 	s := ctx.scope
 	s.Capture = true
+	if s.Object == "" {
+		// Kyverno queries the list without its {{ }} substitution, which
+		// alone reads request.object as the old object on DELETE.
+		s.Object = "object"
+	}
 	fresh := l.fresh
 	list, err := conditions.Query(fe.List, s, &fresh)
 	l.fresh = fresh
