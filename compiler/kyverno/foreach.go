@@ -35,7 +35,8 @@ import (
 // evaluated in order: when the entry's checks can raise an evaluation
 // error (deny conditions), an element is evaluated only if no element
 // before it failed, so an error is raised exactly when Kyverno's first
-// non-passing element is that error.
+// non-passing element is that error. The first failure is found with
+// indexOf: an equal result earlier in the list would fail first.
 
 const (
 	// ForEachVariable names the variable holding a foreach rule's result.
@@ -225,14 +226,14 @@ func (l *foreachLowering) entry(fe *kyvernov1.ForEachValidation, k int, path str
 	}
 	outcomes := elems + ".transformList(" + i + ", " + e + ", " + body + ")"
 	if raises {
-		j := l.name("ij")
-		earlier, _, _ := l.element(fe, path, ctx, elems+"["+j+"]", j)
-		outcomes = elems + ".transformList(" + i + ", " + e + ", lists.range(" + i + ").exists(" + j + ", " + bindCEL("eo", earlier, bad("eo")) + ") ? 'pass' : " + body + ")"
+		j, x := l.name("ij"), l.name("ex")
+		earlier, _, _ := l.element(fe, path, ctx, x, j)
+		outcomes = elems + ".transformList(" + i + ", " + e + ", " + elems + ".exists(" + j + ", " + x + ", " + j + " < " + i + " && " + bindCEL("eo", earlier, bad("eo")) + ") ? 'pass' : " + body + ")"
 	}
-	os, b := l.name("os"), l.name("bi")
-	first := os + "[" + b + "[0]]"
-	result := bindCEL(b, "lists.range(size("+os+")).filter(j, "+bad(os+"[j]")+")",
-		"size("+b+") > 0 ? "+first+".split('\\t', 2)[0] + '\\t"+strconv.Itoa(k)+"\\t' + string("+b+"[0]) + '\\t' + "+first+".split('\\t', 2)[1] : "+os+".exists(x, x == 'pass') ? 'pass' : 'none'")
+	os, b := l.name("os"), l.name("bo")
+	first := b + "[0]"
+	result := bindCEL(b, os+".filter(x, "+bad("x")+")",
+		"size("+b+") > 0 ? "+first+".split('\\t', 2)[0] + '\\t"+strconv.Itoa(k)+"\\t' + string("+os+".indexOf("+first+")) + '\\t' + "+first+".split('\\t', 2)[1] : "+os+".exists(x, x == 'pass') ? 'pass' : 'none'")
 	return bindCEL(elems, "dyn("+list+")", conditions.IsUnknownKey(elems)+" ? 'none' : "+
 		bindCEL(elems, "type("+elems+") == list ? "+elems+" : ["+elems+"]", bindCEL(os, outcomes, result))), nil
 }
