@@ -49,6 +49,6 @@
 // rule, so a test runner can report in Kyverno's names.
 //
 // The package imports the IR, compiler/source, compiler/kyverno/pattern,
-// compiler/kyverno/conditions, internal/diag, internal/apiconv and Kyverno's API types (not its
+// compiler/kyverno/conditions, internal/celenv (quoting), internal/diag, internal/apiconv and Kyverno's API types (not its
 // engine); never a backend or the runtime.
 package kyverno

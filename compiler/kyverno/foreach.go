@@ -9,6 +9,7 @@ import (
 
 	"github.com/admitc/admitc/compiler/kyverno/conditions"
 	"github.com/admitc/admitc/compiler/kyverno/pattern"
+	"github.com/admitc/admitc/internal/celenv"
 	"github.com/admitc/admitc/ir"
 )
 
@@ -323,7 +324,7 @@ func (l *foreachLowering) deny(d *kyvernov1.Deny, vp string, ctx loopContext) (s
 	if l.deferred {
 		msg = ""
 	}
-	return "(" + e + ") ? " + quoteCEL("fail\t"+msg) + " : 'pass'", true, nil
+	return "(" + e + ") ? " + celenv.Quote("fail\t"+msg) + " : 'pass'", true, nil
 }
 
 // pattern is a foreach pattern or anyPattern on the element (when it is
@@ -353,11 +354,6 @@ func (l *foreachLowering) pattern(fe *kyvernov1.ForEachValidation, path string, 
 		return ctx.target + " == null && request.operation == 'DELETE' ? 'none' : " + target, nil
 	}
 	return target, nil
-}
-
-// quoteCEL renders s as a CEL string literal.
-func quoteCEL(s string) string {
-	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`, "\n", `\n`, "\t", `\t`).Replace(s) + "'"
 }
 
 // validationMessage sets the message of a failed foreach rule: the failing
@@ -407,12 +403,7 @@ func (l *foreachLowering) entryMessage(fe *kyvernov1.ForEachValidation, k int, p
 	body := "'validation failure: ' + " + m
 	deny := fe.Deny != nil
 	if !deny {
-		var e pattern.Expr
-		if fe.GetPattern() != nil {
-			e = pattern.Expr{}
-		} else {
-			e = pattern.Expr{Any: true}
-		}
+		e := pattern.Expr{Any: fe.GetPattern() == nil}
 		mm := l.name("mm")
 		body = bindCEL(mm, m, "'validation failure: validation error: ' + ("+mm+".endsWith('.') ? "+mm+" : "+mm+" + '.') + ' ' + ("+e.Message(parts+"[3]", l.rule, "")+").substring(18)")
 	}
