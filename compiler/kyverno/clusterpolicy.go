@@ -114,6 +114,14 @@ func (r *reader) rule(p *clusterPolicyObject, c computedRule) {
 		if fp := p.Spec.FailurePolicy; fp != nil && *fp == kyvernov1.Ignore {
 			pol.FailurePolicy = ir.Ignore
 		}
+	} else if v.GetPattern() == nil && v.GetAnyPattern() == nil && len(v.ForEachValidation) > 0 {
+		if f := r.foreachRule(pol, c, path, m, actions[0] == ir.Deny); f != nil {
+			r.skip(ref, f.path, f.feature, "%s", f.why)
+			return
+		}
+		if fp := p.Spec.FailurePolicy; fp != nil && *fp == kyvernov1.Ignore {
+			pol.FailurePolicy = ir.Ignore
+		}
 	} else {
 		if f := r.patternRule(pol, c, path, m, actions[0] == ir.Deny); f != nil {
 			r.skip(ref, f.path, f.feature, "%s", f.why)
@@ -206,15 +214,13 @@ func ruleRefusal(rule kyvernov1.Rule, path string) *refusal {
 		return &refusal{"validate.failureActionOverrides", vp + ".failureActionOverrides", "per-namespace actions are not translated yet"}
 	case v.Deny != nil:
 		return nil
-	case len(v.ForEachValidation) > 0:
-		return &refusal{"validate.foreach", vp + ".foreach", "foreach rules are not translated yet (validate.cel rules are)"}
 	case v.PodSecurity != nil:
 		return &refusal{"validate.podSecurity", vp + ".podSecurity", "podSecurity rules run Kubernetes' Pod Security checks inside Kyverno; use the PodSecurity admission plugin or CEL rules"}
 	case v.Manifests != nil:
 		return &refusal{"validate.manifests", vp + ".manifests", "manifest signatures are verified with keys Kyverno fetches at admission"}
 	case v.DeprecatedAssert != nil:
 		return &refusal{"validate.assert", vp + ".assert", "kyverno-json assertion trees are not translated"}
-	case v.GetPattern() != nil || v.GetAnyPattern() != nil:
+	case v.GetPattern() != nil || v.GetAnyPattern() != nil, len(v.ForEachValidation) > 0:
 		return messageRefusal(v.Message, vp)
 	case v.CEL == nil:
 		return &refusal{"validate without cel", vp, "the validate block has no check admitc reads"}
@@ -222,11 +228,11 @@ func ruleRefusal(rule kyvernov1.Rule, path string) *refusal {
 	return nil
 }
 
-// messageRefusal refuses a pattern rule's message with {{ }} variables or
-// $( ) references: Kyverno substitutes them from request data first.
+// messageRefusal refuses $( ) references in a pattern or foreach rule's
+// message ({{ }} variables are translated).
 func messageRefusal(message, vp string) *refusal {
-	if strings.Contains(message, "{{") || strings.Contains(message, "$(") {
-		return &refusal{"validate.message variables", vp + ".message", "{{ }} variables and $( ) references in a pattern rule's message are not translated yet"}
+	if strings.Contains(message, "$(") {
+		return &refusal{"validate.message references", vp + ".message", "$( ) references in a message are not translated: Kyverno resolves them against the message string itself, where no path resolves"}
 	}
 	return nil
 }

@@ -23,16 +23,24 @@
 //     Kyverno's fail and raises an evaluation error on its engine error,
 //     and the audit annotation SkipAnnotation on skip; DELETE is not
 //     matched, as Kyverno's validate handler gives no response on it.
-//     Autogen nests the pattern under the pod template as Kyverno does.
+//     Autogen nests the pattern under the pod template as Kyverno does. A
+//     validate.message with {{ }} variables becomes a messageExpression.
+//   - validate.deny rules and JMESPath preconditions (denyrule.go), their
+//     conditions translated by the conditions subpackage.
+//   - validate.foreach rules (foreach.go): each entry's list a variable
+//     (ListVariable0, ...), the rule's result ForEachVariable (and
+//     ForEachBeforeVariable for Enforce rules on UPDATE) decided element by
+//     element as Kyverno's validateForEach does, OutcomeVariable, one
+//     validation, SkipAnnotation, and NoResponseAnnotation when no element
+//     was validated (Kyverno's engine gives no response).
 //   - policies.kyverno.io ValidatingPolicy and MutatingPolicy in v1alpha1,
 //     v1beta1 and v1: one imported policy each, VAP- and MAP-shaped, plus
 //     one per autogen target group (pkg/cel/policies/*/autogen).
 //
 // A rule or policy that needs something admitc cannot evaluate offline
-// (rule context, JMESPath preconditions, deny and foreach rules, {{ }}
-// variables in patterns and messages, mutate,
-// generate, verifyImages, Kyverno-only CEL libraries, roles and
-// clusterRoles) is refused with its place, the feature's name and why, and
+// (rule and foreach context, JMESPath outside the conditions subset, {{ }}
+// variables in patterns, $( ) references in messages, mutate, generate,
+// verifyImages, Kyverno-only CEL libraries, roles and clusterRoles) is refused with its place, the feature's name and why, and
 // the rest of the document still compiles: refusals are returned as
 // ir.Skipped, which the compiler turns into errors unless asked to keep
 // going.
@@ -41,6 +49,6 @@
 // rule, so a test runner can report in Kyverno's names.
 //
 // The package imports the IR, compiler/source, compiler/kyverno/pattern,
-// internal/diag, internal/apiconv and Kyverno's API types (not its
+// compiler/kyverno/conditions, internal/celenv (quoting), internal/diag, internal/apiconv and Kyverno's API types (not its
 // engine); never a backend or the runtime.
 package kyverno

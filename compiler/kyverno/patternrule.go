@@ -5,6 +5,7 @@ import (
 
 	kyvernov1 "github.com/kyverno/kyverno/api/kyverno/v1"
 
+	"github.com/admitc/admitc/compiler/kyverno/conditions"
 	"github.com/admitc/admitc/compiler/kyverno/pattern"
 	"github.com/admitc/admitc/ir"
 )
@@ -54,12 +55,36 @@ func (r *reader) patternRule(pol *ir.Policy, c computedRule, path string, m lowe
 	}
 	pol.Variables = append(pol.Variables, ir.NamedExpression{Name: OutcomeVariable, Expression: outcome, Origin: r.origin(vp + patternField(v))})
 	out := "variables." + OutcomeVariable
-	pol.Validations = []ir.Validation{{
+	val := ir.Validation{
 		Expression:        out + " == 'error' ? {}[" + ref + "] : " + out + " != 'fail'",
 		MessageExpression: e.Message(ref, c.rule.Name, v.Message),
 		Origin:            r.origin(vp + patternField(v)),
-	}}
+	}
+	if strings.Contains(v.Message, "{{") {
+		if f := r.patternMessage(&val, e, ref, c.rule.Name, v.Message, path); f != nil {
+			return f
+		}
+	}
+	pol.Validations = []ir.Validation{val}
 	pol.AuditAnnotations = []ir.AuditAnnotation{{Key: SkipAnnotation, ValueExpression: out + " == 'skip' ? (" + skipReason(e) + ") : ''", Origin: r.origin(vp + patternField(v))}}
+	return nil
+}
+
+// patternMessage makes the message of a pattern rule whose validate.message
+// has {{ }} variables: buildErrorMessage's text with the variables
+// substituted from the request. A variable that does not resolve fails the
+// message expression, which leaves the static message (Kyverno writes its
+// substitution error there) and the decision.
+func (r *reader) patternMessage(val *ir.Validation, e pattern.Expr, ref, rule, message, path string) *refusal {
+	fresh := 0
+	m, err := conditions.Message(message, conditions.Scope{}, &fresh)
+	if err != nil {
+		return &refusal{"validate.message variables", path + ".validate.message", err.Error()}
+	}
+	val.MessageExpression = "'validation error: ' + [" + m + "].map(mm, mm.endsWith('.') ? mm : mm + '.')[0] + ' ' + (" + e.Message(ref, rule, "") + ").substring(18)"
+	val.Message = "validation error: variables substitution error in rule " + rule
+	mo := r.origin(path + ".validate.message")
+	val.MessageExpressionOrigin = &mo
 	return nil
 }
 

@@ -30,6 +30,7 @@ var diffFixtures = []string{
 	"../cli/testdata/verify/*/kyverno-test.yaml",
 	"../cli/testdata/verify/*/*/.kyverno-test/kyverno-test.yaml",
 	"../cli/testdata/verify/*/*/kyverno-test.yaml",
+	"testdata/*/kyverno-test.yaml",
 }
 
 // TestWholeRulesAgreeWithKyvernosEngine is the whole-rule proof of the
@@ -90,6 +91,24 @@ func TestWholeRuleHarnessReportsAPlantedDifference(t *testing.T) {
 	assert.Zero(t, st.disagreed["disallow-latest-tag rule require-image-tag"])
 	assert.Contains(t, st.reports[0], `policy disallow-latest-tag, CREATE, rule validate-image-tag, variant "original":`+"\n  kyverno: fail: validation error: Using a mutable image tag")
 	assert.Contains(t, st.reports[0], "\n  admitc:  pass: \n  object: {\"apiVersion\":\"v1\",\"kind\":\"Pod\"")
+}
+
+// The harness sees inside foreach rules: Kyverno's engine runs
+// disallow-latest-tag-foreach with ':1.25' denied instead of ':latest'.
+func TestWholeRuleHarnessReportsAPlantedForEachDifference(t *testing.T) {
+	cfg := diffConfig{engine: newKyvernoEngine(), count: 10, seed: 1, plant: func(p *kyvernov1.ClusterPolicy) {
+		fe := &p.Spec.Rules[1].Validation.ForEachValidation[0]
+		data, err := json.Marshal(fe.Deny.RawAnyAllConditions)
+		require.NoError(t, err)
+		require.Contains(t, string(data), "*:latest")
+		require.NoError(t, json.Unmarshal([]byte(strings.Replace(string(data), "*:latest", "*:1.25", 1)), &fe.Deny.RawAnyAllConditions))
+	}}
+	st := newDiffStats()
+	diffFixture(t, cfg, "../../examples/kyverno-pattern/disallow-latest-tag-foreach/.kyverno-test/kyverno-test.yaml", st)
+	require.NotEmpty(t, st.reports)
+	assert.Greater(t, st.disagreed["disallow-latest-tag-foreach rule validate-image-tag"], 10)
+	assert.Zero(t, st.disagreed["disallow-latest-tag-foreach rule require-image-tag"])
+	assert.Contains(t, st.reports[0], "policy disallow-latest-tag-foreach, CREATE, rule validate-image-tag, variant \"original\":")
 }
 
 func diffFixtureFiles(t *testing.T) []string {

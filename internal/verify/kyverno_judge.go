@@ -230,6 +230,11 @@ func (s *kyvernoSuite) response(run *evaluationRun, p *ir.Policy) (ruleResponse,
 		}
 		rr.status, rr.message = statusSkip, "celPreconditions or matchConditions not met"
 	case runtime.Passed, runtime.NoParams, runtime.Mutated, runtime.Unchanged:
+		if _, none := result.AuditAnnotations[p.Name+"."+kyverno.NoResponseAnnotation]; none && p.From != nil && p.From.Rule != "" {
+			// A foreach rule that validated no element: Kyverno's
+			// engine gives no response.
+			return rr, false
+		}
 		rr.status = statusPass
 		if why, ok := result.AuditAnnotations[p.Name+"."+kyverno.SkipAnnotation]; ok && p.From != nil && p.From.Rule != "" {
 			// Only a rule reports a pattern's skip; a ruleless policy

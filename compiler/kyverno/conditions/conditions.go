@@ -88,3 +88,57 @@ func condition(c kyvernov1.Condition, s Scope, fresh *int, at string) (string, e
 	}
 	return e, nil
 }
+
+// Outcome translates an any/all condition block as Kyverno evaluates a
+// foreach entry's preconditions, into a CEL string: 'true', 'false', or
+// 'error' when Kyverno's evaluation fails on a key it cannot resolve (the
+// scope is put under Capture). Kyverno evaluates in order and stops: the
+// any conditions up to the first that holds, then the all conditions up
+// to the first that does not; an error on the way is the block's error.
+func Outcome(c kyvernov1.AnyAllConditions, s Scope, fresh *int) (string, error) {
+	s.Capture = true
+	anyOut := "'true'"
+	if c.AnyConditions != nil {
+		anyOut = "'false'"
+		for i := len(c.AnyConditions) - 1; i >= 0; i-- {
+			e, err := conditionOutcome(c.AnyConditions[i], s, fresh, fmt.Sprintf("any[%d]", i))
+			if err != nil {
+				return "", err
+			}
+			anyOut = bind("a"+fmt.Sprint(i), e, "a"+fmt.Sprint(i)+" == 'false' ? "+anyOut+" : a"+fmt.Sprint(i))
+		}
+	}
+	allOut := "'true'"
+	for i := len(c.AllConditions) - 1; i >= 0; i-- {
+		e, err := conditionOutcome(c.AllConditions[i], s, fresh, fmt.Sprintf("all[%d]", i))
+		if err != nil {
+			return "", err
+		}
+		allOut = bind("b"+fmt.Sprint(i), e, "b"+fmt.Sprint(i)+" == 'true' ? "+allOut+" : b"+fmt.Sprint(i))
+	}
+	if allOut == "'true'" {
+		return anyOut, nil
+	}
+	return bind("ar", anyOut, "ar == 'error' ? 'error' : "+bind("lr", allOut, "lr == 'error' ? 'error' : ar == 'true' ? lr : 'false'")), nil
+}
+
+// conditionOutcome is one condition under Capture: 'error' when its key
+// or value does not resolve, else whether the operator holds.
+func conditionOutcome(c kyvernov1.Condition, s Scope, fresh *int, at string) (string, error) {
+	key, err := Value(c.GetKey(), s, fresh)
+	if err != nil {
+		return "", &Error{Field: at + ".key", Reason: err.Error()}
+	}
+	raw := c.GetValue()
+	val, err := Value(raw, s, fresh)
+	if err != nil {
+		return "", &Error{Field: at + ".value", Reason: err.Error()}
+	}
+	k, v := "ck"+fmt.Sprint(*fresh), "cv"+fmt.Sprint(*fresh)
+	*fresh++
+	e, err := Operator(string(c.Operator), k, v, raw)
+	if err != nil {
+		return "", &Error{Field: at + ".operator", Reason: err.Error()}
+	}
+	return bind(k, "dyn("+key+")", bind(v, "dyn("+val+")", IsUnknownKey(k)+" || "+IsUnknownKey(v)+" ? 'error' : ("+e+") ? 'true' : 'false'")), nil
+}

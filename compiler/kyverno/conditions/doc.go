@@ -9,14 +9,20 @@
 //
 // The JMESPath subset (query.go): the roots request.object,
 // request.oldObject (request.object reads the old object on DELETE, as
-// Kyverno rewrites it), request.operation, request.namespace,
+// Kyverno rewrites it), request.operation, request.namespace, request.name,
 // request.userInfo.username and .groups, serviceAccountName,
-// serviceAccountNamespace, and in a foreach element and elementIndex;
-// field access, indexes, `[]` flatten, `[*]` and `.*` projections, `[?cond]`
-// filters with comparisons, `!`, `&&` and `||`, pipes, literals, and the
+// serviceAccountNamespace, and in a foreach element, elementIndex and
+// elementN, elementIndexN (Scope.Loops); field access, indexes, `[]`
+// flatten, `[*]` and `.*` projections, `[?cond]` filters with comparisons,
+// multi-select lists, `!`, `&&` and `||`, pipes, literals, and the
 // functions length, to_string, contains, starts_with and ends_with. Any
-// other construct (Kyverno's own functions, slices, multi-selects, other
-// roots such as images or context entries) is refused with an *Error.
+// other construct (Kyverno's own functions, slices, multi-select hashes,
+// other roots such as images or context entries) is refused with an *Error.
+//
+// Where Kyverno handles a query's "Unknown key" error itself (a foreach
+// list skips its entry, a foreach precondition its element), Scope.Capture
+// turns it into the value UnknownKey, and Outcome evaluates a condition
+// block to 'true', 'false' or 'error' in Kyverno's order.
 //
 // Phases: substitute.go finds the `{{ }}` variables of a value, query.go
 // parses each with go-jmespath's parser and lowers its AST, operators.go

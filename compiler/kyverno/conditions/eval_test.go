@@ -30,7 +30,7 @@ func evalCEL(t *testing.T, expr, object, op string) (any, error) {
 	var obj any
 	require.NoError(t, yaml.Unmarshal([]byte(object), &obj))
 	obj = intsAsInt64(obj)
-	req := map[string]any{"operation": op, "namespace": "default", "userInfo": map[string]any{"username": "system:serviceaccount:ns1:builder", "groups": []any{"dev"}}}
+	req := map[string]any{"operation": op, "namespace": "default", "name": "web", "userInfo": map[string]any{"username": "system:serviceaccount:ns1:builder", "groups": []any{"dev"}}}
 	_ = admissionv1.Create
 	vars := map[string]any{"object": obj, "oldObject": nil, "request": req}
 	if op == "DELETE" {

@@ -14,11 +14,31 @@ import (
 type Scope struct {
 	Element      string
 	ElementIndex string
+	// Loops are the foreach loops the query is inside, outermost first:
+	// element0 and elementIndex0 read Loops[0], and so on (Element and
+	// ElementIndex are the innermost loop's).
+	Loops []Loop
 	// Object, OldObject and Operation are what request.object,
 	// request.oldObject and request.operation read; empty means the
 	// admission request's (request.object reads the old object on DELETE).
 	Object, OldObject, Operation string
+	// Capture makes a key missing on the query's strict path (Kyverno's
+	// "Unknown key" error) give the value UnknownKey instead of failing
+	// evaluation, for the places where Kyverno handles that error (a
+	// foreach list skips its entry, a foreach precondition its element);
+	// functions, whose other errors CEL cannot catch, are refused there.
+	Capture bool
 }
+
+// Loop is one foreach loop's element and index, as CEL expressions.
+type Loop struct{ Element, Index string }
+
+// UnknownKey is the CEL value of a query that Kyverno fails with
+// "Unknown key" under Scope.Capture: bytes, which no JSON value is.
+const UnknownKey = "dyn(b'kyverno: unknown key')"
+
+// IsUnknownKey is a CEL test of the value named v for UnknownKey.
+func IsUnknownKey(v string) string { return "type(" + v + ") == bytes" }
 
 // translator lowers one JMESPath query.
 type translator struct {
@@ -82,7 +102,15 @@ func (t *translator) node(n gojmespath.ASTNode, cur value, strict bool) (value, 
 		if err != nil {
 			return value{}, err
 		}
-		return t.node(n.Children[1], left, strict)
+		if !t.scope.Capture || !strict || left.pseudo != "" {
+			return t.node(n.Children[1], left, strict)
+		}
+		l := t.name()
+		right, err := t.concrete(n.Children[1], value{cel: l}, strict)
+		if err != nil {
+			return value{}, err
+		}
+		return value{cel: bind(l, "dyn("+left.cel+")", IsUnknownKey(l)+" ? "+l+" : "+right)}, nil
 	case gojmespath.ASTCurrentNode, gojmespath.ASTIdentity:
 		return cur, nil
 	case gojmespath.ASTLiteral:
@@ -147,6 +175,8 @@ func (t *translator) compound(n gojmespath.ASTNode, cur value, strict bool) (str
 		return right.cel, nil
 	case gojmespath.ASTFunctionExpression:
 		return t.function(n, cur)
+	case gojmespath.ASTMultiSelectList:
+		return t.multiSelectList(n, cur)
 	}
 	return "", t.refuse("%s is not in the subset admitc translates", nodeName(n))
 }
@@ -186,6 +216,9 @@ func (t *translator) field(cur value, key string, strict bool) (value, error) {
 	}
 	v := t.name()
 	missing := "null"
+	if strict && t.scope.Capture {
+		return value{cel: bind(v, cur.cel, "type("+v+") == map ? ("+quote(key)+" in "+v+" ? "+v+"["+quote(key)+"] : "+UnknownKey+") : null")}, nil
+	}
 	if strict {
 		return value{cel: bind(v, cur.cel, "type("+v+") == map ? "+v+"["+quote(key)+"] : null")}, nil
 	}
@@ -195,6 +228,9 @@ func (t *translator) field(cur value, key string, strict bool) (value, error) {
 // rootField resolves the names of Kyverno's context that admitc reads.
 func (t *translator) rootField(pseudo, key string, strict bool) (value, error) {
 	unknown := func(k string) string {
+		if strict && t.scope.Capture {
+			return UnknownKey
+		}
 		if strict {
 			return raise(`Unknown key "` + k + `" in path`)
 		}
@@ -211,6 +247,8 @@ func (t *translator) rootField(pseudo, key string, strict bool) (value, error) {
 		if t.scope.ElementIndex != "" {
 			return value{cel: t.scope.ElementIndex}, nil
 		}
+	case "request.name":
+		return value{cel: "(request.name != '' ? request.name : " + unknown("name") + ")"}, nil
 	case "$.serviceAccountName", "$.serviceAccountNamespace":
 		part := "1"
 		if key == "serviceAccountNamespace" {
@@ -242,11 +280,33 @@ func (t *translator) rootField(pseudo, key string, strict bool) (value, error) {
 	case "request.userInfo.groups":
 		return value{cel: "(size(request.userInfo.groups) > 0 ? request.userInfo.groups : " + unknown("groups") + ")"}, nil
 	}
+	if pseudo == "$" {
+		if v, ok := t.loopName(key); ok {
+			return v, nil
+		}
+	}
 	name := key
 	if pseudo != "$" {
 		name = pseudo + "." + key
 	}
-	return value{}, t.refuse("%s is not in the context admitc translates (request.object, request.oldObject, request.operation, request.namespace, request.userInfo.username/groups, serviceAccountName/Namespace, element and elementIndex in a foreach)", name)
+	if name == "images" {
+		return value{}, t.refuse("images is not in the context admitc translates (Kyverno fills it by parsing every container image reference with its registry defaults; use element.image or request.object...image)")
+	}
+	return value{}, t.refuse("%s is not in the context admitc translates (request.object, request.oldObject, request.operation, request.namespace, request.name, request.userInfo.username/groups, serviceAccountName/Namespace, element, elementIndex, elementN and elementIndexN in a foreach)", name)
+}
+
+// loopName resolves elementN and elementIndexN, the element and index of
+// the foreach loop at nesting N.
+func (t *translator) loopName(key string) (value, bool) {
+	for i, l := range t.scope.Loops {
+		switch key {
+		case "element" + strconv.Itoa(i):
+			return value{cel: l.Element}, true
+		case "elementIndex" + strconv.Itoa(i):
+			return value{cel: l.Index}, true
+		}
+	}
+	return value{}, false
 }
 
 // index is ASTIndex: the element at i (negative from the end) of a list,
@@ -367,6 +427,9 @@ func (t *translator) function(n gojmespath.ASTNode, cur value) (string, error) {
 	if len(n.Children) != want {
 		return "", t.refuse("%s() takes %d argument(s)", name, want)
 	}
+	if t.scope.Capture {
+		return "", t.refuse("function %s() in a foreach list or a foreach precondition is not translated: Kyverno handles an evaluation error there (skipping the entry or the element), and a function's error is one CEL cannot catch", name)
+	}
 	var args []string
 	for _, c := range n.Children {
 		a, err := t.concrete(c, cur, false)
@@ -467,4 +530,22 @@ func literal(v any) (string, error) {
 		return "{" + strings.Join(out, ", ") + "}", nil
 	}
 	return "", fmt.Errorf("literal of type %T", v)
+}
+
+// multiSelectList is ASTMultiSelectList ([a, b]): null on null, else the
+// list of each expression on cur, a missing key giving null.
+func (t *translator) multiSelectList(n gojmespath.ASTNode, cur value) (string, error) {
+	if cur.pseudo != "" {
+		return "", t.refuse("a multi-select list applied to %s is not in the subset admitc translates", pseudoName(cur.pseudo))
+	}
+	v := t.name()
+	var items []string
+	for _, c := range n.Children {
+		e, err := t.concrete(c, value{cel: v}, false)
+		if err != nil {
+			return "", err
+		}
+		items = append(items, "dyn("+e+")")
+	}
+	return bind(v, "dyn("+cur.cel+")", v+" == null ? null : dyn(["+strings.Join(items, ", ")+"])"), nil
 }

@@ -29,7 +29,13 @@ func Value(v any, s Scope, fresh *int) (string, error) {
 			}
 			out = append(out, c)
 		}
-		return "[" + strings.Join(out, ", ") + "]", nil
+		list := "[" + strings.Join(out, ", ") + "]"
+		if data, _ := json.Marshal(x); s.Capture && strings.Contains(string(data), "{{") {
+			l := "l" + fmt.Sprint(*fresh)
+			*fresh++
+			return bind(l, "dyn("+list+")", l+".exists(x, "+IsUnknownKey("x")+") ? "+UnknownKey+" : "+l), nil
+		}
+		return list, nil
 	case map[string]any:
 		if data, _ := json.Marshal(x); strings.Contains(string(data), "{{") {
 			return "", fmt.Errorf("{{ }} variables inside a map value are not translated")
@@ -60,7 +66,7 @@ func text(x string, s Scope, fresh *int, whole bool) (string, error) {
 	if len(locs) == 0 {
 		return quote(unescape(x)), nil
 	}
-	var parts []string
+	var parts, vars, values []string
 	last := 0
 	for _, loc := range locs {
 		start, end := loc[4], loc[5]
@@ -83,13 +89,28 @@ func text(x string, s Scope, fresh *int, whole bool) (string, error) {
 		}
 		v := "v" + fmt.Sprint(*fresh)
 		*fresh++
-		parts = append(parts, bind(v, "dyn("+c+")", "type("+v+") == string ? "+v+" : "+jsonText(v)))
+		if s.Capture {
+			vars, values = append(vars, v), append(values, "dyn("+c+")")
+			parts = append(parts, "(type("+v+") == string ? "+v+" : "+jsonText(v)+")")
+		} else {
+			parts = append(parts, bind(v, "dyn("+c+")", "type("+v+") == string ? "+v+" : "+jsonText(v)))
+		}
 		last = end
 	}
 	if last < len(x) {
 		parts = append(parts, quote(unescape(x[last:])))
 	}
-	return "(" + strings.Join(parts, " + ") + ")", nil
+	out := "(" + strings.Join(parts, " + ") + ")"
+	if len(vars) == 0 {
+		return out, nil
+	}
+	// Under Capture, a variable Kyverno cannot resolve makes the whole
+	// text UnknownKey.
+	out = "[" + strings.Join(vars, ", ") + "].exists(x, " + IsUnknownKey("x") + ") ? " + UnknownKey + " : dyn" + out
+	for i := len(vars) - 1; i >= 0; i-- {
+		out = "[" + values[i] + "].map(" + vars[i] + ", " + out + ")[0]"
+	}
+	return out, nil
 }
 
 // trimVariable is replaceBracesAndTrimSpaces: the query inside {{ }}, and

@@ -1,0 +1,119 @@
+package kyverno_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/admitc/admitc/compiler"
+	"github.com/admitc/admitc/runtime"
+)
+
+// foreachRule is a ClusterPolicy with one Pod rule whose validate block is
+// the given YAML (indented for the rule's validate field).
+func foreachRule(validate string) string {
+	return `apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: r
+  annotations:
+    pod-policies.kyverno.io/autogen-controllers: none
+spec:
+  rules:
+  - name: rule
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+    validate:
+      failureAction: Enforce
+` + validate
+}
+
+// Each construct a foreach rule cannot be translated with is refused at
+// its place, with the reason.
+func TestForEachRefusalsNameTheConstruct(t *testing.T) {
+	cases := map[string]struct{ validate, want string }{
+		"context in an entry": {`      foreach:
+      - list: request.object.spec.containers
+        context:
+        - name: x
+          variable: {value: 1}
+        deny: {conditions: {any: [{key: a, operator: Equals, value: a}]}}
+`, `p.yaml:19:9: spec.rules[0].validate.foreach[0].context: context.variable: a foreach entry's context is loaded by Kyverno at admission for each element; an admission policy cannot load it`},
+		"function in a list": {`      foreach:
+      - list: request.object.spec.containers[?starts_with(name, 'a')]
+        deny: {conditions: {any: [{key: a, operator: Equals, value: a}]}}
+`, `p.yaml:17:15: spec.rules[0].validate.foreach[0].list: validate.foreach list: JMESPath "request.object.spec.containers[?starts_with(name, 'a')]": function starts_with() in a foreach list or a foreach precondition is not translated: Kyverno handles an evaluation error there (skipping the entry or the element), and a function's error is one CEL cannot catch`},
+		"function in a precondition": {`      foreach:
+      - list: request.object.spec.containers
+        preconditions:
+          any:
+          - key: "{{ length(element.ports) }}"
+            operator: GreaterThan
+            value: 0
+        deny: {conditions: {any: [{key: a, operator: Equals, value: a}]}}
+`, `p.yaml:20:18: spec.rules[0].validate.foreach[0].preconditions.any[0].key: foreach preconditions: JMESPath "length(element.ports)": function length() in a foreach list or a foreach precondition is not translated: Kyverno handles an evaluation error there (skipping the entry or the element), and a function's error is one CEL cannot catch`},
+		"message variables with a nested foreach": {`      message: "{{ element.name }} is wrong"
+      foreach:
+      - list: request.object.spec.containers
+        foreach:
+        - list: element.ports
+          pattern: {containerPort: ">0"}
+`, `p.yaml:16:16: spec.rules[0].validate.message: validate.message variables: {{ }} variables in the message of a rule with a nested foreach are not translated`},
+		"message reference": {`      message: "hostNetwork is $(./../spec/hostNetwork)"
+      foreach:
+      - list: request.object.spec.containers
+        pattern: {name: "*"}
+`, `p.yaml:16:16: spec.rules[0].validate.message: validate.message references: $( ) references in a message are not translated: Kyverno resolves them against the message string itself, where no path resolves`},
+		"images": {`      foreach:
+      - list: request.object.spec.containers
+        deny: {conditions: {any: [{key: "{{ images.containers.nginx.tag }}", operator: Equals, value: latest}]}}
+`, `p.yaml:18:41: spec.rules[0].validate.foreach[0].deny.conditions.any[0].key: validate.deny: JMESPath "images.containers.nginx.tag": images is not in the context admitc translates (Kyverno fills it by parsing every container image reference with its registry defaults; use element.image or request.object...image)`},
+		"variables in a pattern": {`      foreach:
+      - list: request.object.spec.containers
+        pattern: {name: "{{ request.object.metadata.name }}"}
+`, `p.yaml:18:25: spec.rules[0].validate.foreach[0].pattern.name: validate.pattern construct: variables {{ }} and references $( ) in pattern values are not translated`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			set, diags := compiler.Compile([]compiler.Source{{Name: "p.yaml", Data: []byte(foreachRule(tc.validate))}}, compiler.Options{KeepGoing: true})
+			require.Empty(t, diags)
+			require.Len(t, set.Skipped, 1)
+			sk := set.Skipped[0]
+			assert.Equal(t, tc.want, fmt.Sprintf("%s:%d:%d: %s: %s: %s", sk.Origin.File, sk.Origin.Line, sk.Origin.Column, sk.Origin.Path, sk.Feature, sk.Reason))
+			assert.Empty(t, set.Policies)
+		})
+	}
+}
+
+// A pattern rule's message with {{ }} variables is substituted from the
+// request, in buildErrorMessage's shape; a variable that does not resolve
+// leaves the static fallback and the failure.
+func TestPatternMessageVariables(t *testing.T) {
+	src := foreachRule(`      message: "{{ request.object.metadata.labels.team }} may not use the host network"
+      pattern:
+        spec:
+          =(hostNetwork): false
+`)
+	set, diags := compiler.Compile([]compiler.Source{{Name: "p.yaml", Data: []byte(src)}}, compiler.Options{})
+	require.Empty(t, diags)
+	e, err := runtime.NewEngine(set)
+	require.NoError(t, err)
+	for labels, want := range map[string]string{
+		"{team: web}": "[r.rule] validation error: web may not use the host network. rule rule failed at path /spec/hostNetwork/",
+		"{}":          "[r.rule] validation error: variables substitution error in rule rule",
+	} {
+		p := pod(t, `{hostNetwork: true, containers: [{name: a, image: "a:1"}]}`)
+		p.Object["metadata"].(map[string]any)["labels"] = map[string]any{}
+		if labels != "{}" {
+			p.Object["metadata"].(map[string]any)["labels"] = map[string]any{"team": "web"}
+		}
+		res, err := e.Admit(context.Background(), runtime.RequestFor(p, nil, "default"))
+		require.NoError(t, err)
+		assert.Equal(t, []string{want}, res.Denials(), labels)
+	}
+}
