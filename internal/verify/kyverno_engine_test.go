@@ -107,6 +107,13 @@ func (k *kyvernoEngine) validate(ctx context.Context, s *kyvernoSuite, p *kyvern
 			return ans, err
 		}
 	}
+	if name := obj.GetName(); name != "" {
+		// An admission request names its object (Kyverno's webhook adds the
+		// whole request to the context; request.name is omitted when empty).
+		if err := pc.JSONContext().AddVariable("request.name", name); err != nil {
+			return ans, err
+		}
+	}
 	pc = pc.WithPolicy(p).WithNamespaceLabels(s.namespaceLabels(obj.GetNamespace())).WithResourceKind(obj.GroupVersionKind(), "")
 	resp := k.eng.Validate(ctx, pc)
 	ans = kyvernoAnswer{rules: map[string]string{}, messages: map[string]string{}, response: resp}
