@@ -1,0 +1,376 @@
+package mutate
+
+import (
+	"strings"
+)
+
+// addState says, for a +() key inside a list element, whether Kyverno's
+// copy of the element still holds it: a CEL bool, true when the key was
+// dropped (the first element of the object that reached the map had it).
+type addState map[*field]string
+
+// merge is the JSONPatch operations of kustomize's merge of the
+// preprocessed map n into the object at a (pointer p): key by key where
+// the object holds a map, the whole map where it holds nothing or
+// something else.
+func (w *walker) merge(n *mapNode, a at, p pointer, st addState) (string, error) {
+	whole, dyn, err := w.cleanedMap(n, st)
+	if err != nil {
+		return "", err
+	}
+	if whole == "" && !dyn && !hasConditionalLists(n) {
+		return "[]", nil
+	}
+	absent := "[]"
+	if whole != "" {
+		absent = op("add", p, whole)
+	}
+	if dyn {
+		if absent, err = w.absentOps(n, p, st); err != nil {
+			return "", err
+		}
+	}
+	var ops []string
+	for _, f := range n.fields {
+		o, err := w.fieldOps(f, a, p, st)
+		if err != nil {
+			return "", err
+		}
+		ops = append(ops, o)
+	}
+	if a.present == "true" && strings.HasPrefix(a.value, "object") && a.value == "object" {
+		return concat(ops), nil
+	}
+	return "(" + a.isMap() + " ? " + paren(concat(ops)) + " : " + absent + ")", nil
+}
+
+// hasConditionalLists says whether a list under n has conditional
+// elements, which patch the object's elements without being in the
+// cleaned value.
+func hasConditionalLists(n *mapNode) bool {
+	for _, f := range n.fields {
+		if f.list != nil && len(f.list.conditional) > 0 || f.child != nil && hasConditionalLists(f.child) {
+			return true
+		}
+	}
+	return false
+}
+
+func paren(s string) string {
+	if strings.Contains(s, " + ") {
+		return "(" + s + ")"
+	}
+	return s
+}
+
+func (w *walker) fieldOps(f *field, a at, p pointer, st addState) (string, error) {
+	c, cp := a.child(f.name), p.key(f.name)
+	kind := f.kind
+	if kind == addKey {
+		if dropped, ok := st[f]; ok {
+			// In a list element: the copy's key is dropped or renamed
+			// once, for every later element.
+			body, err := w.fieldOps(&field{name: f.name, kind: plainKey, value: f.value, child: plainifyOrNil(f.child), path: f.path}, a, p, st)
+			if err != nil {
+				return "", err
+			}
+			return "(" + dropped + " ? [] : " + paren(body) + ")", nil
+		}
+		v, err := w.cleanedValue(f, st)
+		if err != nil || v == "" {
+			return "[]", err
+		}
+		return "(" + c.present + " ? [] : " + op("add", cp, v) + ")", nil
+	}
+	switch {
+	case kind != plainKey:
+		return "[]", nil
+	case f.child != nil:
+		return w.merge(f.child, c, cp, st)
+	case f.list != nil:
+		return w.listOps(f.list, c, cp)
+	}
+	v, err := value(f.value, f.path, &w.fresh)
+	if err != nil {
+		return "", err
+	}
+	return op("add", cp, v), nil
+}
+
+func plainifyOrNil(n *mapNode) *mapNode {
+	if n == nil {
+		return nil
+	}
+	return plainify(n)
+}
+
+// cleanedMap is the CEL value of n as Kyverno's patch holds it where the
+// object has nothing: +() keys renamed, conditions deleted, empty maps and
+// emptied lists deleted; "" when nothing is left. It is dynamic when n
+// holds +() keys of a list element whose state st decides at admission:
+// the value is then written by absentOps instead.
+func (w *walker) cleanedMap(n *mapNode, st addState) (string, bool, error) {
+	var parts []string
+	for _, f := range n.fields {
+		if f.kind == condKey || f.kind == globalKey {
+			continue
+		}
+		if stateful(f, st) {
+			return "", true, nil
+		}
+		v, dyn, err := w.cleanedField(f, st)
+		if err != nil || dyn {
+			return "", dyn, err
+		}
+		if v != "" {
+			parts = append(parts, quote(f.name)+": dyn("+v+")")
+		}
+	}
+	if len(parts) == 0 {
+		return "", false, nil
+	}
+	return "{" + strings.Join(parts, ", ") + "}", false, nil
+}
+
+// stateful says whether f is a +() key whose state is decided at admission.
+func stateful(f *field, st addState) bool {
+	d, ok := st[f]
+	return ok && f.kind == addKey && d != "false"
+}
+
+// absentOps adds the dynamic map n at p where the object has nothing:
+// an empty map, then each field, when something is left.
+func (w *walker) absentOps(n *mapNode, p pointer, st addState) (string, error) {
+	var nonEmpty, ops []string
+	for _, f := range n.fields {
+		if f.kind == condKey || f.kind == globalKey {
+			continue
+		}
+		cp := p.key(f.name)
+		if stateful(f, st) {
+			g := &field{name: f.name, kind: plainKey, value: f.value, child: plainifyOrNil(f.child), path: f.path}
+			v, _, err := w.cleanedField(g, nil)
+			if err != nil {
+				return "", err
+			}
+			if v != "" {
+				nonEmpty = append(nonEmpty, "!"+st[f])
+				ops = append(ops, "("+st[f]+" ? [] : "+op("add", cp, v)+")")
+			}
+			continue
+		}
+		v, dyn, err := w.cleanedField(f, st)
+		if err != nil {
+			return "", err
+		}
+		switch {
+		case dyn:
+			o, err := w.absentOps(f.child, cp, st)
+			if err != nil {
+				return "", err
+			}
+			nonEmpty = append(nonEmpty, "size("+o+") > 0")
+			ops = append(ops, o)
+		case v != "":
+			nonEmpty = append(nonEmpty, "true")
+			ops = append(ops, op("add", cp, v))
+		}
+	}
+	if len(ops) == 0 {
+		return "[]", nil
+	}
+	return "(" + strings.Join(nonEmpty, " || ") + " ? " + op("add", p, "{}") + " + " + concat(ops) + " : [])", nil
+}
+
+// cleanedField is a field's cleaned value; dyn says it is a map holding
+// +() keys decided at admission.
+func (w *walker) cleanedField(f *field, st addState) (string, bool, error) {
+	switch {
+	case f.child != nil:
+		return w.cleanedMap(f.child, st)
+	case f.list != nil:
+		var els []string
+		for _, e := range f.list.plain {
+			v, _, err := w.cleanedMap(e, nil)
+			if err != nil {
+				return "", false, err
+			}
+			if v != "" {
+				els = append(els, v)
+			}
+		}
+		if len(els) == 0 {
+			return "", false, nil
+		}
+		return "[" + strings.Join(els, ", ") + "]", false, nil
+	}
+	v, err := value(f.value, f.path, &w.fresh)
+	return v, false, err
+}
+
+func (w *walker) cleanedValue(f *field, st addState) (string, error) {
+	v, dyn, err := w.cleanedField(f, st)
+	if err != nil || !dyn {
+		return v, err
+	}
+	return "", errorf(f.path, "internal: a dynamic value where a static one is needed")
+}
+
+// listOps merges the list l into the object's list at a: each plain
+// element into the object's element of the same name (or appended); each
+// conditional element into every element of the object that meets its
+// conditions and has a name, as Kyverno's handlePatternName makes one
+// patch element per such element.
+func (w *walker) listOps(l *listNode, a at, p pointer) (string, error) {
+	whole, err := w.cleanedValue(&field{list: l}, nil)
+	if err != nil {
+		return "", err
+	}
+	var ops []string
+	for i, e := range l.plain {
+		o, err := w.plainElement(e, l.names[i], a.value, p)
+		if err != nil {
+			return "", err
+		}
+		ops = append(ops, o)
+	}
+	for _, e := range l.conditional {
+		o, err := w.conditionalElement(e, a.value, p)
+		if err != nil {
+			return "", err
+		}
+		ops = append(ops, o)
+	}
+	absent := "[]"
+	if whole != "" {
+		absent = op("add", p, whole)
+	}
+	return "(!(" + a.present + ") || type(" + a.value + ") == null_type ? " + absent + " : type(" + a.value + ") != list ? [] : " + paren(concat(ops)) + ")", nil
+}
+
+func (w *walker) plainElement(e *mapNode, name, list string, p pointer) (string, error) {
+	ix, i := w.name("ix"), w.name("i")
+	el := list + "[" + ix + "[0]]"
+	m, err := w.merge(e, at{present: "true", value: el}, p.index(ix+"[0]"), nil)
+	if err != nil {
+		return "", err
+	}
+	whole, _, err := w.cleanedMap(e, nil)
+	if err != nil || whole == "" {
+		return "[]", err
+	}
+	find := "lists.range(size(" + list + ")).filter(" + i + ", type(" + list + "[" + i + "]) == map && 'name' in " + list + "[" + i + "] && " + list + "[" + i + "].name == " + quote(name) + ")"
+	return bind(ix, find, "size("+ix+") > 0 ? "+paren(m)+" : "+op("add", p.key("-"), whole)), nil
+}
+
+// conditionalElement is handlePatternName for every element of the
+// object: the element's conditions met and a name, its copy merged in.
+func (w *walker) conditionalElement(e *mapNode, list string, p pointer) (string, error) {
+	i := w.name("i")
+	el := at{present: "true", value: list + "[" + i + "]"}
+	walk, err := w.walk(e, el)
+	if err != nil {
+		return "", err
+	}
+	st := addState{}
+	if err := w.states(e, list, at{present: "true", value: "E"}, "true", st); err != nil {
+		return "", err
+	}
+	m, err := w.merge(e, el, p.index(i), st)
+	if err != nil {
+		return "", err
+	}
+	n := el.value + "['name']"
+	named := "type(" + el.value + ") == map && 'name' in " + el.value + " && type(" + n + ") != null_type && !((type(" + n + ") == map || type(" + n + ") == list) && size(" + n + ") == 0)"
+	return "lists.range(size(" + list + ")).map(" + i + ", (" + walk + ") == '' && " + named + " ? " + paren(m) + " : []).flatten()", nil
+}
+
+// states fills st with the CEL of each +() key of the element pattern e:
+// whether the first element of the object whose walk reached the key's
+// map had the key (Kyverno then dropped it from the shared copy).
+// reach is the CEL (over the element named E) of the walk reaching n.
+func (w *walker) states(n *mapNode, list string, a at, reach string, st addState) error {
+	globals, conds, err := w.conditions(n, a)
+	if err != nil {
+		return err
+	}
+	passed := reach
+	for _, c := range append(globals, conds...) {
+		passed += " && " + c
+	}
+	for _, f := range n.fields {
+		switch {
+		case f.kind == addKey:
+			first := "lists.range(size(" + list + ")).filter(j, " + strings.ReplaceAll(subst(reach, list+"[j]"), "\x00", "") + ")"
+			st[f] = bind("first", first, "size(first) > 0 && "+subst(a.has(f.name), list+"[first[0]]"))
+			if f.child != nil {
+				markPlain(f.child, st)
+			}
+		case f.kind == plainKey && f.child != nil:
+			if err := w.states(f.child, list, a.child(f.name), passed, st); err != nil {
+				return err
+			}
+			if hasConditions(f.child) {
+				wk, err := w.walk(f.child, a.child(f.name))
+				if err != nil {
+					return err
+				}
+				passed += " && (" + wk + ") == ''"
+			}
+		}
+	}
+	return nil
+}
+
+// markPlain: +() keys under a +() key are renamed together with it.
+func markPlain(n *mapNode, st addState) {
+	for _, f := range n.fields {
+		if f.kind == addKey {
+			st[f] = "false"
+		}
+		if f.child != nil {
+			markPlain(f.child, st)
+		}
+	}
+}
+
+// subst writes the element placeholder E as expr.
+func subst(cel, expr string) string {
+	return replaceIdent(cel, "E", expr)
+}
+
+// replaceIdent replaces the identifier id (not inside quotes, not part
+// of a longer identifier) with expr.
+func replaceIdent(s, id, expr string) string {
+	var b strings.Builder
+	inQuote := byte(0)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if inQuote != 0 {
+			b.WriteByte(c)
+			if c == '\\' && i+1 < len(s) {
+				i++
+				b.WriteByte(s[i])
+			} else if c == inQuote {
+				inQuote = 0
+			}
+			continue
+		}
+		if c == '\'' || c == '"' {
+			inQuote = c
+			b.WriteByte(c)
+			continue
+		}
+		if strings.HasPrefix(s[i:], id) && (i == 0 || !isIdentByte(s[i-1])) && (i+len(id) == len(s) || !isIdentByte(s[i+len(id)])) {
+			b.WriteString(expr)
+			i += len(id) - 1
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+func isIdentByte(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
