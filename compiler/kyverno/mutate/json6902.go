@@ -116,6 +116,16 @@ func exists(segs []string) string {
 	return strings.Join(conds, " && ")
 }
 
+// existsNotNull says the path is in the object and not null (json-patch
+// creates the parents of an add where they are missing or null).
+func existsNotNull(segs []string) string {
+	v := "object"
+	for _, s := range segs {
+		v = step(v, s)
+	}
+	return exists(segs) + " && " + v + " != null"
+}
+
 // ensureAdd is add with EnsurePathExistsOnAdd: at the deepest part of the
 // path the object has, the rest is added as new maps (lists, padded with
 // nulls, where the next segment is an index or "-").
@@ -146,7 +156,7 @@ func ensureAdd(segs []string, v, path string) (string, error) {
 			out = o
 			continue
 		}
-		out = "(" + exists(segs[:k+1]) + " ? " + out + " : " + o + ")"
+		out = "(" + existsNotNull(segs[:k+1]) + " ? " + out + " : " + o + ")"
 	}
 	if n == 0 {
 		return "", errorf(path, "an add at the root is not translated")

@@ -41,7 +41,14 @@ func (w *walker) merge(n *mapNode, a at, p pointer, st addState) (string, error)
 	if a.present == "true" && strings.HasPrefix(a.value, "object") && a.value == "object" {
 		return concat(ops), nil
 	}
-	return "(" + a.isMap() + " ? " + paren(concat(ops)) + " : " + absent + ")", nil
+	mismatch := ""
+	switch {
+	case whole != "":
+		mismatch = kindMismatch(a, "map")
+	case dyn && !(a.present == "true" && a.value == "object"):
+		mismatch = a.present + " && type(" + a.value + ") != null_type ? (size(" + absent + ") > 0 ? " + raiseList("failed to patch resource: kustomize cannot merge a map into a value of another kind") + " : []) : "
+	}
+	return "(" + a.isMap() + " ? " + paren(concat(ops)) + " : " + mismatch + absent + ")", nil
 }
 
 // hasConditionalLists says whether a list under n has conditional
@@ -94,7 +101,17 @@ func (w *walker) fieldOps(f *field, a at, p pointer, st addState) (string, error
 	if err != nil {
 		return "", err
 	}
-	return op("add", cp, v), nil
+	return "(" + c.present + " && (type(" + c.value + ") == map || type(" + c.value + ") == list) ? " + raiseList("failed to patch resource: kustomize cannot merge a scalar into a map or list") + " : " + op("add", cp, v) + ")", nil
+}
+
+// kindMismatch is the start of a CEL conditional failing as kustomize's
+// merge fails where the object holds something other than what the patch
+// has there (null is nothing).
+func kindMismatch(a at, kind string) string {
+	if a.present == "true" && a.value == "object" {
+		return ""
+	}
+	return a.present + " && type(" + a.value + ") != null_type ? " + raiseList("failed to patch resource: kustomize cannot merge a "+kind+" into a value of another kind") + " : "
 }
 
 func plainifyOrNil(n *mapNode) *mapNode {
@@ -226,63 +243,132 @@ func (w *walker) listOps(l *listNode, a at, p pointer) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var ops []string
-	for i, e := range l.plain {
-		o, err := w.plainElement(e, l.names[i], a.value, p)
-		if err != nil {
-			return "", err
-		}
-		ops = append(ops, o)
-	}
-	for _, e := range l.conditional {
-		o, err := w.conditionalElement(e, a.value, p)
-		if err != nil {
-			return "", err
-		}
-		ops = append(ops, o)
+	ops, err := w.listMerge(l, a.value, p)
+	if err != nil {
+		return "", err
 	}
 	absent := "[]"
 	if whole != "" {
 		absent = op("add", p, whole)
 	}
-	return "(!(" + a.present + ") || type(" + a.value + ") == null_type ? " + absent + " : type(" + a.value + ") != list ? [] : " + paren(concat(ops)) + ")", nil
+	return "(!(" + a.present + ") || type(" + a.value + ") == null_type ? " + absent + " : type(" + a.value + ") != list ? [] : " + ops + ")", nil
 }
 
-func (w *walker) plainElement(e *mapNode, name, list string, p pointer) (string, error) {
+// listMerge is the operations on the object's list value, bound to a name.
+func (w *walker) listMerge(l *listNode, list string, p pointer) (string, error) {
+	value := list
+	list = w.name("L")
+	a := at{present: "true", value: list}
+	var ops, names, news []string
+	for i, e := range l.plain {
+		o, n, err := w.plainElement(e, l.names[i], a.value, p)
+		if err != nil {
+			return "", err
+		}
+		ops = append(ops, o)
+		names = append(names, "["+quote(l.names[i])+"]")
+		news = append(news, quote(l.names[i])+": "+n)
+	}
+	for _, e := range l.conditional {
+		o, n, err := w.conditionalElement(e, a.value, p)
+		if err != nil {
+			return "", err
+		}
+		ops = append(ops, o)
+		names = append(names, n)
+	}
+	ops = append(ops, w.reorder(a.value, concat(names), "{"+strings.Join(news, ", ")+"}", p))
+	return bind(list, value, concat(ops)), nil
+}
+
+// reorder gives the list kustomize's merge gives in its prepend mode:
+// first the elements the patch names, in the patch's order (plain
+// elements, then each element a conditional element applied to), new
+// ones added there, then the object's other elements in their order. The
+// elements are moved one by one to their place; the object's list before
+// the moves is list.
+func (w *walker) reorder(list, patchNames, news string, p pointer) string {
+	all, order, k, j, q := w.name("all"), w.name("order"), w.name("k"), w.name("j"), w.name("q")
+	names := "lists.range(size(" + list + ")).map(" + j + ", type(" + list + "[" + j + "]) == map && 'name' in " + list + "[" + j + "] ? " + list + "[" + j + "].name : null)"
+	distinct := "lists.range(size(" + all + ")).filter(" + j + ", !(" + all + "[" + j + "] in lists.range(" + j + ").map(" + q + ", " + all + "[" + q + "]))).map(" + j + ", " + all + "[" + j + "])"
+	had, nm := w.name("had"), order+"["+k+"]"
+	at := "lists.range(size(" + had + ")).filter(" + j + ", " + had + "[" + j + "] == " + nm + ")[0]"
+	// Before the k-th move, the first k places hold the moved elements; the
+	// others keep their order.
+	from := k + " + lists.range(" + at + ").filter(" + j + ", !(" + had + "[" + j + "] in lists.range(" + k + ").map(" + q + ", " + order + "[" + q + "])) ).size()"
+	move := "[JSONPatch{op: 'move', from: " + p.index(from).cel() + ", path: " + p.index(k).cel() + "}]"
+	add := "[JSONPatch{op: 'add', path: " + p.index(k).cel() + ", value: " + news + "[" + nm + "]}]"
+	body := "lists.range(size(" + order + ")).map(" + k + ", " + nm + " in " + had + " ? " + move + " : " + add + ").flatten()"
+	return bind(had, names, bind(all, patchNames, bind(order, distinct, body)))
+}
+
+// plainElement merges a plain element into the object's element of the
+// same name; it returns the operations and the element's cleaned value
+// (added by reorder when the object has no such element).
+func (w *walker) plainElement(e *mapNode, name, list string, p pointer) (string, string, error) {
 	ix, i := w.name("ix"), w.name("i")
 	el := list + "[" + ix + "[0]]"
 	m, err := w.merge(e, at{present: "true", value: el}, p.index(ix+"[0]"), nil)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	whole, _, err := w.cleanedMap(e, nil)
-	if err != nil || whole == "" {
-		return "[]", err
+	if err != nil {
+		return "", "", err
 	}
 	find := "lists.range(size(" + list + ")).filter(" + i + ", type(" + list + "[" + i + "]) == map && 'name' in " + list + "[" + i + "] && " + list + "[" + i + "].name == " + quote(name) + ")"
-	return bind(ix, find, "size("+ix+") > 0 ? "+paren(m)+" : "+op("add", p.key("-"), whole)), nil
+	return bind(ix, find, "size("+ix+") > 0 ? "+paren(m)+" : []"), whole, nil
 }
 
 // conditionalElement is handlePatternName for every element of the
 // object: the element's conditions met and a name, its copy merged in.
-func (w *walker) conditionalElement(e *mapNode, list string, p pointer) (string, error) {
-	i := w.name("i")
-	el := at{present: "true", value: list + "[" + i + "]"}
+// It returns the operations and the CEL list of the names of the
+// elements it applies to.
+func (w *walker) conditionalElement(e *mapNode, list string, p pointer) (string, string, error) {
+	i, ev := w.name("i"), w.name("el")
+	el := at{present: "true", value: ev}
 	walk, err := w.walk(e, el)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	st := addState{}
 	if err := w.states(e, list, at{present: "true", value: "E"}, "true", st); err != nil {
-		return "", err
+		return "", "", err
 	}
 	m, err := w.merge(e, el, p.index(i), st)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	n := el.value + "['name']"
 	named := "type(" + el.value + ") == map && 'name' in " + el.value + " && type(" + n + ") != null_type && !((type(" + n + ") == map || type(" + n + ") == list) && size(" + n + ") == 0)"
-	return "lists.range(size(" + list + ")).map(" + i + ", (" + walk + ") == '' && " + named + " ? " + paren(m) + " : []).flatten()", nil
+	applies := "(" + walk + ") == '' && " + named
+	empty, err := w.emptyCopy(e, st)
+	if err != nil {
+		return "", "", err
+	}
+	elem := list + "[" + i + "]"
+	names := "lists.range(size(" + list + ")).filter(" + i + ", " + bind(ev, elem, applies+" && !("+empty+")") + ").map(" + i + ", " + bind(ev, elem, n) + ")"
+	return "lists.range(size(" + list + ")).map(" + i + ", " + bind(ev, elem, applies+" ? "+paren(m)+" : []") + ").flatten()", names, nil
+}
+
+// emptyCopy says whether the element's copy is empty once its anchors are
+// deleted (Kyverno then adds no patch element): CEL over st.
+func (w *walker) emptyCopy(e *mapNode, st addState) (string, error) {
+	whole, dyn, err := w.cleanedMap(e, st)
+	if err != nil {
+		return "", err
+	}
+	if !dyn {
+		if whole == "" {
+			return "true", nil
+		}
+		return "false", nil
+	}
+	o, err := w.absentOps(e, pointer{}, st)
+	if err != nil {
+		return "", err
+	}
+	return "size(" + o + ") == 0", nil
 }
 
 // states fills st with the CEL of each +() key of the element pattern e:
