@@ -24,13 +24,19 @@
 //     and the audit annotation SkipAnnotation on skip; DELETE is not
 //     matched, as Kyverno's validate handler gives no response on it.
 //     Autogen nests the pattern under the pod template as Kyverno does.
+//   - kyverno.io/v1 ClusterPolicy and Policy whose rules are mutate with
+//     patchStrategicMerge or patchesJson6902 (mutaterule.go): one
+//     imported mutating policy per rule, with one JSONPatch mutation that
+//     the mutate subpackage writes, the walk of Kyverno's preprocessing in
+//     the variable PatchWalkVariable, preconditions as a match condition,
+//     no DELETE; autogen nests the overlay under the pod template.
 //   - policies.kyverno.io ValidatingPolicy and MutatingPolicy in v1alpha1,
 //     v1beta1 and v1: one imported policy each, VAP- and MAP-shaped, plus
 //     one per autogen target group (pkg/cel/policies/*/autogen).
 //
 // A rule or policy that needs something admitc cannot evaluate offline
 // (rule context, JMESPath preconditions, deny and foreach rules, {{ }}
-// variables in patterns and messages, mutate,
+// variables in patterns and messages, mutate foreach and targets,
 // generate, verifyImages, Kyverno-only CEL libraries, roles and
 // clusterRoles) is refused with its place, the feature's name and why, and
 // the rest of the document still compiles: refusals are returned as
@@ -41,6 +47,7 @@
 // rule, so a test runner can report in Kyverno's names.
 //
 // The package imports the IR, compiler/source, compiler/kyverno/pattern,
+// compiler/kyverno/conditions, compiler/kyverno/mutate,
 // internal/diag, internal/apiconv and Kyverno's API types (not its
 // engine); never a backend or the runtime.
 package kyverno
