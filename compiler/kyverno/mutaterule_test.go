@@ -120,8 +120,8 @@ func TestMutateAddAnchorInListIsDecidedByTheFirstElement(t *testing.T) {
 		spec string
 		want []any // each container's requests
 	}{
-		"none has one": {`{containers: [{name: a, image: x}, {name: b, image: y}]}`, []any{map[string]any{"memory": "100Mi"}, map[string]any{"memory": "100Mi"}}},
-		"first has one": {`{containers: [{name: a, image: x, resources: {requests: {memory: 1Gi}}}, {name: b, image: y}]}`, []any{map[string]any{"memory": "1Gi"}, nil}},
+		"none has one":   {`{containers: [{name: a, image: x}, {name: b, image: y}]}`, []any{map[string]any{"memory": "100Mi"}, map[string]any{"memory": "100Mi"}}},
+		"first has one":  {`{containers: [{name: a, image: x, resources: {requests: {memory: 1Gi}}}, {name: b, image: y}]}`, []any{map[string]any{"memory": "1Gi"}, nil}},
 		"second has one": {`{containers: [{name: a, image: x}, {name: b, image: y, resources: {requests: {memory: 1Gi}}}]}`, []any{map[string]any{"memory": "100Mi"}, map[string]any{"memory": "100Mi"}}},
 	}
 	for name, c := range cases {
