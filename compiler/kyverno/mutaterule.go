@@ -17,7 +17,7 @@ import (
 // nothing is Kyverno's skip ("no patches applied").
 
 // PatchWalkVariable names the variable holding how Kyverno's preprocessing
-// of a patchStrategicMerge ends on the object: ” (the patch applies),
+// of a patchStrategicMerge ends on the object: the empty string (the patch applies),
 // 'C' or 'G' (a conditional or global anchor is not met: no change), 'E'
 // (the rule fails).
 const PatchWalkVariable = "kyvernoPatchWalk"
