@@ -56,7 +56,10 @@ func TestMutateRulesAgreeWithKyvernosEngine(t *testing.T) {
 			}
 		})
 	}
-	t.Log(st.summary())
+	t.Logf("%d fixtures, %d ClusterPolicies, %d rules translated, %d refused (%s), %d resources, %d variants, "+
+		"%d rule comparisons (Kyverno: %s), %d patched objects compared, %d disagreements (%s), %d known differences (%s)",
+		st.fixtures, st.policies, st.translated, total(st.refused), counts(st.refused), st.resources, st.variants,
+		st.comparisons, counts(st.statuses), st.decisions, st.disagreements, counts(st.disagreed), total(st.known), counts(st.known))
 	assert.GreaterOrEqual(t, st.fixtures, 6)
 	assert.GreaterOrEqual(t, st.variants, 50*st.resources)
 	assert.Zero(t, st.disagreements)

@@ -335,6 +335,21 @@ func (w *walker) conditionalElement(e *mapNode, list string, p pointer) (string,
 	if err := w.states(e, list, at{present: "true", value: "E"}, "true", st); err != nil {
 		return "", "", err
 	}
+	// Each state is the same for every element: bound once, by name.
+	var bound [][2]string
+	for _, f := range addFields(e) {
+		if x, ok := st[f]; ok && x != "false" {
+			n := w.name("added")
+			bound = append(bound, [2]string{n, x})
+			st[f] = n
+		}
+	}
+	wrap := func(body string) string {
+		for i := len(bound) - 1; i >= 0; i-- {
+			body = bind(bound[i][0], bound[i][1], body)
+		}
+		return body
+	}
 	m, err := w.merge(e, el, p.index(i), st)
 	if err != nil {
 		return "", "", err
@@ -347,8 +362,22 @@ func (w *walker) conditionalElement(e *mapNode, list string, p pointer) (string,
 		return "", "", err
 	}
 	elem := list + "[" + i + "]"
-	names := "lists.range(size(" + list + ")).filter(" + i + ", " + bind(ev, elem, applies+" && !("+empty+")") + ").map(" + i + ", " + bind(ev, elem, n) + ")"
-	return "lists.range(size(" + list + ")).map(" + i + ", " + bind(ev, elem, applies+" ? "+paren(m)+" : []") + ").flatten()", names, nil
+	names := wrap("lists.range(size(" + list + ")).filter(" + i + ", " + bind(ev, elem, applies+" && !("+empty+")") + ").map(" + i + ", " + bind(ev, elem, n) + ")")
+	return wrap("lists.range(size(" + list + ")).map(" + i + ", " + bind(ev, elem, applies+" ? "+paren(m)+" : []") + ").flatten()"), names, nil
+}
+
+// addFields are the +() keys of the element pattern e, in order.
+func addFields(e *mapNode) []*field {
+	var out []*field
+	for _, f := range e.fields {
+		if f.kind == addKey {
+			out = append(out, f)
+		}
+		if f.child != nil {
+			out = append(out, addFields(f.child)...)
+		}
+	}
+	return out
 }
 
 // emptyCopy says whether the element's copy is empty once its anchors are
