@@ -20,6 +20,7 @@ func TestStrategicMergeRefusals(t *testing.T) {
 		"unnamed plain element": {`{"spec": {"containers": [{"image": "nginx"}]}}`, "patchStrategicMerge.spec.containers[0]: an element without anchors needs a literal name, the key kustomize merges it by"},
 		"mixed anchors":         {`{"spec": {"containers": [{"<(image)": "a*", "(name)": "b"}]}}`, "patchStrategicMerge.spec.containers[0]: an element with both a global anchor and other anchors is not translated"},
 		"list in an element":    {`{"spec": {"containers": [{"(name)": "*", "env": [{"name": "A"}]}]}}`, "patchStrategicMerge.spec.containers[0].env: a list inside a list element is not translated"},
+		"directive":             {`{"spec": {"containers": [{"name": "a", "$patch": "delete"}]}}`, "patchStrategicMerge.spec.containers[0].$patch: strategic merge directives ($patch, $retainKeys, $setElementOrder...) are not translated"},
 		"fraction":              {`{"spec": {"replicas": 1.5}}`, "patchStrategicMerge.spec.replicas: a number that is not an integer is not translated (Kyverno writes it through YAML)"},
 		"variable in condition": {`{"metadata": {"(name)": "{{request.namespace}}"}}`, "patchStrategicMerge.metadata.(name): {{ }} variables and $( ) references in a condition are not translated"},
 	}

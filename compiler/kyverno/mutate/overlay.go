@@ -86,6 +86,9 @@ func (r *reader) readMap(m map[string]any, path, objPath string) (*mapNode, erro
 		if !ok {
 			return nil, errorf(fp, "the anchor %s is a validate anchor; Kyverno's mutate preprocessing does not read it", raw[:2])
 		}
+		if strings.HasPrefix(raw, "$") {
+			return nil, errorf(fp, "strategic merge directives ($patch, $retainKeys, $setElementOrder...) are not translated")
+		}
 		if seen[name] {
 			return nil, errorf(fp, "the key %q is written twice (with and without an anchor)", name)
 		}
