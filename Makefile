@@ -29,7 +29,7 @@ build-kyverno:
 kyverno:
 	$(GO) test -tags kyverno ./internal/compare ./internal/cli -run 'Kyverno|Compare'
 	$(GO) test -tags kyverno ./compiler/kyverno/pattern/
-	$(GO) test -tags kyverno ./internal/verify -run 'WholeRule'
+	$(GO) test -tags kyverno ./internal/verify -run 'WholeRule|Mutate'
 
 ## test: every test: unit and golden tests, short fuzz runs, the Kyverno engine tests and the e2e suite.
 test: unit fuzz kyverno e2e

@@ -252,10 +252,35 @@ func generateRule(name string, rule *kyvernov1.Rule, tplKey string, kinds []stri
 			e.Kinds = convertKindsToGVK(kinds)
 		}
 	}
-	if v := rule.Validation; v != nil && rule.Mutation == nil {
+	if m := rule.Mutation; m != nil {
+		rule.Mutation = nestMutation(m, tplKey)
+	} else if v := rule.Validation; v != nil {
 		rule.Validation = nestPatterns(v, tplKey)
 	}
 	return rule
+}
+
+// nestMutation is generateRule's mutate branch: a patchStrategicMerge p
+// becomes {spec: {tplKey: p}} in a new mutate block that keeps nothing
+// else; each foreach's patchStrategicMerge is nested the same way, with
+// its list, context and preconditions kept. Other mutations are kept.
+func nestMutation(m *kyvernov1.Mutation, tplKey string) *kyvernov1.Mutation {
+	nest := func(p any) any { return map[string]any{"spec": map[string]any{tplKey: p}} }
+	if p := m.GetPatchStrategicMerge(); p != nil {
+		out := &kyvernov1.Mutation{}
+		out.SetPatchStrategicMerge(nest(p))
+		return out
+	}
+	if len(m.ForEachMutation) > 0 {
+		var fes []kyvernov1.ForEachMutation
+		for _, f := range m.ForEachMutation {
+			t := kyvernov1.ForEachMutation{List: f.List, Context: f.Context, AnyAllConditions: f.AnyAllConditions}
+			t.SetPatchStrategicMerge(nest(f.GetPatchStrategicMerge()))
+			fes = append(fes, t)
+		}
+		return &kyvernov1.Mutation{ForEachMutation: fes}
+	}
+	return m
 }
 
 // nestPatterns is generateRule's validate branch for pattern and

@@ -101,6 +101,10 @@ func (r *reader) rule(p *clusterPolicyObject, c computedRule) {
 		}
 		pol.MatchConditions = append(pol.MatchConditions, ir.NamedExpression{Name: PreconditionsName, Expression: pre, Origin: r.origin(path + ".preconditions")})
 	}
+	if c.rule.Mutation != nil {
+		r.mutatingRule(p, pol, c, path)
+		return
+	}
 	actions := failureActions(&p.Spec, v)
 	b := ir.Binding{Name: name, Origin: pol.Origin, Actions: actions}
 	if v.CEL != nil {
@@ -140,6 +144,25 @@ func (r *reader) rule(p *clusterPolicyObject, c computedRule) {
 	if pol.ParamKind != nil && b.ParamRef == nil {
 		r.errorf(path+".validate.cel", "paramKind needs a paramRef: the parameter objects this rule reads")
 	}
+	r.policies = append(r.policies, pol)
+}
+
+// mutatingRule finishes pol as the mutate rule's policy: no DELETE (there
+// is no object to patch), the policy's failurePolicy, one binding.
+func (r *reader) mutatingRule(p *clusterPolicyObject, pol *ir.Policy, c computedRule, path string) {
+	if f := r.mutateRule(pol, c, path); f != nil {
+		r.skip(*pol.From, f.path, f.feature, "%s", f.why)
+		return
+	}
+	pol.MatchConstraints.ResourceRules = withoutDelete(pol.MatchConstraints.ResourceRules)
+	if len(pol.MatchConstraints.ResourceRules) == 0 {
+		r.skip(*pol.From, path+".match", "mutate rule on DELETE only", "a DELETE has no object to patch, so this rule never changes anything")
+		return
+	}
+	if fp := p.Spec.FailurePolicy; fp != nil && *fp == kyvernov1.Ignore {
+		pol.FailurePolicy = ir.Ignore
+	}
+	pol.Bindings = []ir.Binding{{Name: pol.Name, Origin: pol.Origin}}
 	r.policies = append(r.policies, pol)
 }
 
@@ -199,7 +222,7 @@ func ruleRefusal(rule kyvernov1.Rule, path string) *refusal {
 	}
 	switch {
 	case rule.Mutation != nil:
-		return &refusal{"mutate", path + ".mutate", "ClusterPolicy mutate rules are not translated; write a MutatingPolicy"}
+		return mutateRefusal(rule.Mutation, path)
 	case rule.Generation != nil:
 		return &refusal{"generate", path + ".generate", "generate rules create other objects, which no admission policy can do"}
 	case len(rule.VerifyImages) > 0:

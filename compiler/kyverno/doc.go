@@ -33,14 +33,21 @@
 //     element as Kyverno's validateForEach does, OutcomeVariable, one
 //     validation, SkipAnnotation, and NoResponseAnnotation when no element
 //     was validated (Kyverno's engine gives no response).
+//   - kyverno.io/v1 ClusterPolicy and Policy whose rules are mutate with
+//     patchStrategicMerge or patchesJson6902 (mutaterule.go): one
+//     imported mutating policy per rule, with one JSONPatch mutation that
+//     the mutate subpackage writes, the walk of Kyverno's preprocessing in
+//     the variable PatchWalkVariable, preconditions as a match condition,
+//     no DELETE; autogen nests the overlay under the pod template.
 //   - policies.kyverno.io ValidatingPolicy and MutatingPolicy in v1alpha1,
 //     v1beta1 and v1: one imported policy each, VAP- and MAP-shaped, plus
 //     one per autogen target group (pkg/cel/policies/*/autogen).
 //
 // A rule or policy that needs something admitc cannot evaluate offline
 // (rule and foreach context, JMESPath outside the conditions subset, {{ }}
-// variables in patterns, $( ) references in messages, mutate, generate,
-// verifyImages, Kyverno-only CEL libraries, roles and clusterRoles) is refused with its place, the feature's name and why, and
+// variables in patterns, $( ) references in messages, mutate foreach and
+// targets, generate, verifyImages, Kyverno-only CEL libraries, roles and
+// clusterRoles) is refused with its place, the feature's name and why, and
 // the rest of the document still compiles: refusals are returned as
 // ir.Skipped, which the compiler turns into errors unless asked to keep
 // going.
@@ -49,6 +56,7 @@
 // rule, so a test runner can report in Kyverno's names.
 //
 // The package imports the IR, compiler/source, compiler/kyverno/pattern,
-// compiler/kyverno/conditions, internal/celenv (quoting), internal/diag, internal/apiconv and Kyverno's API types (not its
+// compiler/kyverno/conditions, compiler/kyverno/mutate, internal/celenv
+// (quoting), internal/diag, internal/apiconv and Kyverno's API types (not its
 // engine); never a backend or the runtime.
 package kyverno

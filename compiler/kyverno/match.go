@@ -33,8 +33,12 @@ const (
 	celGroups    = `(has(request.userInfo.groups) ? request.userInfo.groups : [])`
 )
 
+// celMap is the labels or annotations map as Kyverno reads it with
+// unstructured's GetLabels and GetAnnotations: empty unless it is a map of
+// strings.
 func celMap(field string) string {
-	return `(has(` + celMeta + `.` + field + `) ? ` + celMeta + `.` + field + ` : {})`
+	f := celMeta + `.` + field
+	return `(has(` + f + `) && type(` + f + `) == map && ` + f + `.all(k, type(` + f + `[k]) == string || ` + f + `[k] == null) ? ` + f + ` : {})`
 }
 
 // loweredMatch is what a rule's match and exclude become.

@@ -229,7 +229,14 @@ func (s *kyvernoSuite) response(run *evaluationRun, p *ir.Policy) (ruleResponse,
 			return rr, false
 		}
 		rr.status, rr.message = statusSkip, "celPreconditions or matchConditions not met"
-	case runtime.Passed, runtime.NoParams, runtime.Mutated, runtime.Unchanged:
+	case runtime.Unchanged:
+		rr.status = statusPass
+		if p.From != nil && p.From.Rule != "" {
+			// A ClusterPolicy mutate rule whose patch changes nothing is
+			// Kyverno's skip (pkg/engine/mutate: "no patches applied").
+			rr.status, rr.message = statusSkip, "no patches applied"
+		}
+	case runtime.Passed, runtime.NoParams, runtime.Mutated:
 		if _, none := result.AuditAnnotations[p.Name+"."+kyverno.NoResponseAnnotation]; none && p.From != nil && p.From.Rule != "" {
 			// A foreach rule that validated no element: Kyverno's
 			// engine gives no response.

@@ -1,0 +1,44 @@
+package mutate
+
+// StrategicMerge is a translated patchStrategicMerge.
+type StrategicMerge struct {
+	// Walk is a CEL string: '' when Kyverno's preprocessing goes through
+	// the overlay on the object, 'C' or 'G' when a conditional or global
+	// anchor is not met (Kyverno then applies an empty patch), 'E' when
+	// it fails (the object holds something else than a list where the
+	// overlay has one).
+	Walk string
+	// Patch is a CEL list of JSONPatch: the merge, when Walk is ''.
+	Patch string
+}
+
+// TranslateStrategicMerge translates a patchStrategicMerge overlay, read
+// from JSON as Kyverno reads it.
+func TranslateStrategicMerge(overlay any) (StrategicMerge, error) {
+	m, ok := overlay.(map[string]any)
+	if !ok {
+		return StrategicMerge{}, errorf("patchStrategicMerge", "an overlay that is not a map is not translated")
+	}
+	r := &reader{}
+	n, err := r.readMap(m, "patchStrategicMerge", "")
+	if err != nil {
+		return StrategicMerge{}, err
+	}
+	w := &walker{}
+	root := at{present: "true", value: "object"}
+	walk, err := w.walk(n, root)
+	if err != nil {
+		return StrategicMerge{}, err
+	}
+	patch, err := w.merge(n, root, pointer{}, nil)
+	if err != nil {
+		return StrategicMerge{}, err
+	}
+	return StrategicMerge{Walk: walk, Patch: patch}, nil
+}
+
+// Expression is the mutation over the variable holding Walk (ref): the
+// patch, no change, or an evaluation error as Kyverno's rule error.
+func (s StrategicMerge) Expression(ref string) string {
+	return ref + " == 'E' ? " + raiseList("failed to preprocess the patch: the object holds something else than a list where the overlay has one") + " : " + ref + " != '' ? [] : " + paren(s.Patch)
+}

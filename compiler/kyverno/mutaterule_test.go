@@ -1,0 +1,142 @@
+package kyverno_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/admitc/admitc/compiler"
+	"github.com/admitc/admitc/ir"
+	"github.com/admitc/admitc/runtime"
+)
+
+// mutatePolicy has one rule admitc translates and one per refusal.
+const mutatePolicy = `apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: mutations
+spec:
+  rules:
+  - name: default-requests
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+    mutate:
+      patchStrategicMerge:
+        spec:
+          containers:
+          - (name): "*"
+            resources:
+              requests:
+                +(memory): 100Mi
+  - name: per-container
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+    mutate:
+      foreach:
+      - list: request.object.spec.containers
+        patchStrategicMerge:
+          metadata:
+            labels:
+              seen: "true"
+  - name: delete-label
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+    mutate:
+      patchStrategicMerge:
+        metadata:
+          labels:
+            team: null
+  - name: tolerations
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+    mutate:
+      patchStrategicMerge:
+        spec:
+          tolerations:
+          - key: dedicated
+            operator: Exists
+  - name: json-move
+    match:
+      any:
+      - resources:
+          kinds: [ConfigMap]
+    mutate:
+      patchesJson6902: |-
+        - op: move
+          from: /data/a
+          path: /data/b
+`
+
+// Every refused mutate rule is named with its field, place and reason; the
+// rule admitc translates still compiles.
+func TestMutateRefusalsNameRuleFieldAndPlace(t *testing.T) {
+	set, diags := compiler.Compile([]compiler.Source{{Name: "p.yaml", Data: []byte(mutatePolicy)}}, compiler.Options{KeepGoing: true})
+	require.Empty(t, diags)
+	var got []string
+	for _, sk := range set.Skipped {
+		if sk.From.Rule[:min(8, len(sk.From.Rule))] == "autogen-" {
+			continue
+		}
+		got = append(got, fmt.Sprintf("%s:%d:%d %s %s: %s", sk.Origin.File, sk.Origin.Line, sk.Origin.Column, sk.From.Rule, sk.Feature, sk.Reason))
+	}
+	assert.Equal(t, []string{
+		"p.yaml:27:7 per-container mutate.foreach: foreach mutations are not translated yet (each element's patch is applied to the object the previous one returned)",
+		"p.yaml:41:19 delete-label mutate construct: null in a strategic merge patch deletes the key; that is not translated",
+		"p.yaml:51:11 tolerations mutate construct: only the PodSpec lists containers, initContainers, ephemeralContainers, volumes and imagePullSecrets are translated (kustomize merges them by name); other lists depend on the kind's schema",
+		"p.yaml:59:24 json-move mutate construct: the operation \"move\" is not translated (add, replace and remove are)",
+	}, got)
+	var names []string
+	for _, p := range set.Policies {
+		assert.Equal(t, ir.Mutating, p.Kind, p.Name)
+		names = append(names, p.Name)
+	}
+	// A patchesJson6902 rule turns autogen off for the whole policy, as
+	// Kyverno's CanAutoGen does.
+	assert.Equal(t, []string{"mutations.default-requests"}, names)
+}
+
+// A +() key inside a list element is decided by the first element of the
+// object that reaches its map, as Kyverno's shared copy of the element
+// decides it: the first container has a memory request, so no container
+// gets one; the patch changes nothing and the runtime reports it unchanged.
+func TestMutateAddAnchorInListIsDecidedByTheFirstElement(t *testing.T) {
+	set, diags := compiler.Compile([]compiler.Source{{Name: "p.yaml", Data: []byte(mutatePolicy)}}, compiler.Options{KeepGoing: true})
+	require.Empty(t, diags)
+	e, err := runtime.NewEngine(set)
+	require.NoError(t, err)
+	cases := map[string]struct {
+		spec string
+		want []any // each container's requests
+	}{
+		"none has one":   {`{containers: [{name: a, image: x}, {name: b, image: y}]}`, []any{map[string]any{"memory": "100Mi"}, map[string]any{"memory": "100Mi"}}},
+		"first has one":  {`{containers: [{name: a, image: x, resources: {requests: {memory: 1Gi}}}, {name: b, image: y}]}`, []any{map[string]any{"memory": "1Gi"}, nil}},
+		"second has one": {`{containers: [{name: a, image: x}, {name: b, image: y, resources: {requests: {memory: 1Gi}}}]}`, []any{map[string]any{"memory": "100Mi"}, map[string]any{"memory": "100Mi"}}},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			obj := pod(t, c.spec)
+			res, err := e.Mutate(context.Background(), runtime.RequestFor(obj, nil, "default"))
+			require.NoError(t, err)
+			require.NotNil(t, res.Object)
+			containers, _, _ := unstructured.NestedSlice(res.Object.Object, "spec", "containers")
+			var got []any
+			for _, c := range containers {
+				r, _, _ := unstructured.NestedFieldNoCopy(c.(map[string]any), "resources", "requests")
+				got = append(got, r)
+			}
+			assert.Equal(t, c.want, got)
+		})
+	}
+}

@@ -1,0 +1,336 @@
+//go:build kyverno
+
+package verify
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+
+	kyvernov1 "github.com/kyverno/kyverno/api/kyverno/v1"
+	"github.com/kyverno/kyverno/pkg/engine"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/admitc/admitc/internal/variants"
+	"github.com/admitc/admitc/ir"
+)
+
+// mutateFixtures are the Kyverno test files whose ClusterPolicy mutate
+// rules are compared.
+var mutateFixtures = "../../examples/kyverno-mutate/*/.kyverno-test/kyverno-test.yaml"
+
+// TestMutateRulesAgreeWithKyvernosEngine is the proof of the mutate rule
+// translation: for every ClusterPolicy of every mutate fixture, on every
+// resource of its Kyverno test and on seeded variants of each (aimed at
+// the overlay's paths and literals), Kyverno's engine (Mutate) on the
+// original policy and admitc's runtime on its translation give every rule
+// the same response (pass, skip, error, or none when the rule does not
+// match) and, when no rule fails, the same patched object. DIFF_VARIANTS
+// and DIFF_SEED change the number of variants per resource and the seed.
+func TestMutateRulesAgreeWithKyvernosEngine(t *testing.T) {
+	files, err := filepath.Glob(mutateFixtures)
+	require.NoError(t, err)
+	cfg := diffConfig{engine: newKyvernoEngine(), count: 60, seed: 1}
+	if n, err := strconv.Atoi(os.Getenv("DIFF_VARIANTS")); err == nil {
+		cfg.count = n
+	}
+	if n, err := strconv.ParseInt(os.Getenv("DIFF_SEED"), 10, 64); err == nil {
+		cfg.seed = n
+	}
+	st := newDiffStats()
+	for _, file := range files {
+		t.Run(strings.TrimPrefix(file, "../../"), func(t *testing.T) {
+			before := len(st.reports)
+			mutateFixture(t, cfg, file, st)
+			for _, r := range st.reports[before:] {
+				t.Error(r)
+			}
+		})
+	}
+	t.Logf("%d fixtures, %d ClusterPolicies, %d rules translated, %d refused (%s), %d resources, %d variants, "+
+		"%d rule comparisons (Kyverno: %s), %d patched objects compared, %d disagreements (%s), %d known differences (%s)",
+		st.fixtures, st.policies, st.translated, total(st.refused), counts(st.refused), st.resources, st.variants,
+		st.comparisons, counts(st.statuses), st.decisions, st.disagreements, counts(st.disagreed), total(st.known), counts(st.known))
+	assert.GreaterOrEqual(t, st.fixtures, 6)
+	assert.GreaterOrEqual(t, st.variants, 50*st.resources)
+	assert.Zero(t, st.disagreements)
+	assert.Greater(t, st.statuses["pass"], 0)
+	assert.Greater(t, st.statuses["skip"], 0)
+}
+
+// The harness reports a planted difference: Kyverno's engine runs
+// always-pull-images with IfNotPresent instead of Always.
+func TestMutateHarnessReportsAPlantedDifference(t *testing.T) {
+	cfg := diffConfig{engine: newKyvernoEngine(), count: 10, seed: 1, plant: func(p *kyvernov1.ClusterPolicy) {
+		m := p.Spec.Rules[0].Mutation
+		data, err := json.Marshal(m.GetPatchStrategicMerge())
+		require.NoError(t, err)
+		var planted any
+		require.NoError(t, json.Unmarshal([]byte(strings.Replace(string(data), `"Always"`, `"IfNotPresent"`, 1)), &planted))
+		m.SetPatchStrategicMerge(planted)
+	}}
+	st := newDiffStats()
+	mutateFixture(t, cfg, "../../examples/kyverno-mutate/always-pull-images/.kyverno-test/kyverno-test.yaml", st)
+	require.NotEmpty(t, st.reports)
+	assert.Greater(t, st.disagreed["always-pull-images patched object"], 5)
+	assert.Contains(t, st.reports[0], `policy always-pull-images, CREATE, patched object, variant "original":`)
+}
+
+func mutateFixture(t *testing.T, cfg diffConfig, file string, st *diffStats) {
+	kt, err := ReadKyvernoTest(file)
+	require.NoError(t, err)
+	s, err := loadSuite(filepath.Dir(file), kt)
+	require.NoError(t, err)
+	pols, err := s.readClusterPolicies(kt.Policies)
+	require.NoError(t, err)
+	require.NotEmpty(t, pols)
+	st.fixtures++
+	var dps []diffPolicy
+	for _, p := range pols {
+		dp := s.mutatePolicy(p, st)
+		if cfg.plant != nil {
+			cfg.plant(dp.kyverno)
+		}
+		t.Logf("%s: rules %v, refused %v", p.Name, sortedRules(dp.rules), dp.excluded)
+		dps = append(dps, dp)
+	}
+	for _, o := range s.resources {
+		st.resources++
+		h := fnv.New64a()
+		fmt.Fprint(h, file, resourceKey(o))
+		opts := variants.Options{Seed: cfg.seed + int64(h.Sum64()>>1), Count: cfg.count}
+		for _, dp := range dps {
+			opts.Scalars = append(opts.Scalars, dp.scalars...)
+			opts.Paths = append(opts.Paths, dp.paths...)
+		}
+		vs, err := variants.Generate(o.Object, opts)
+		require.NoError(t, err)
+		vs = append([]variants.Variant{{Name: "original", Object: o.Object}}, vs...)
+		st.variants += len(vs)
+		for _, v := range vs {
+			s.compareMutation(t, cfg, st, dps, v)
+		}
+	}
+}
+
+// mutatePolicy sorts p's mutate rules into compared and refused, with
+// the variants' targets: the policy's literals and the overlay's paths.
+func (s *kyvernoSuite) mutatePolicy(p *kyvernov1.ClusterPolicy, st *diffStats) diffPolicy {
+	st.policies++
+	dp := diffPolicy{policy: p, rules: map[string][]*ir.Policy{}, excluded: map[string]string{}}
+	for i := range s.set.Policies {
+		q := &s.set.Policies[i]
+		if q.From != nil && q.From.Kind == "ClusterPolicy" && q.From.Name == p.Name && q.Kind == ir.Mutating {
+			dp.rules[q.From.Rule] = append(dp.rules[q.From.Rule], q)
+		}
+	}
+	for _, sk := range s.set.Skipped {
+		if sk.From.Kind == "ClusterPolicy" && sk.From.Name == p.Name {
+			dp.excluded[sk.From.Rule] = "refused: " + sk.Feature
+			if !strings.HasPrefix(sk.From.Rule, "autogen-") {
+				st.refused[sk.Feature]++
+			}
+		}
+	}
+	for _, r := range p.Spec.Rules {
+		if _, refused := dp.excluded[r.Name]; !refused {
+			st.translated++
+		}
+	}
+	dp.kyverno = p.DeepCopy()
+	dp.kyverno.Spec.Rules = nil
+	for _, r := range p.Spec.Rules {
+		if _, refused := dp.excluded[r.Name]; !refused {
+			dp.kyverno.Spec.Rules = append(dp.kyverno.Spec.Rules, r)
+		}
+	}
+	dp.scalars, dp.paths = policyTargets(p)
+	for _, r := range p.Spec.Rules {
+		if m := r.Mutation; m != nil {
+			if o := m.GetPatchStrategicMerge(); o != nil {
+				patternTargets(o, "", &dp.scalars, &dp.paths)
+			}
+			dp.paths = append(dp.paths, json6902Paths(m.PatchesJSON6902)...)
+		}
+	}
+	return dp
+}
+
+// json6902Paths are the paths of a patchesJson6902 document written as
+// the variants' field paths.
+func json6902Paths(doc string) []string {
+	var out []string
+	for _, line := range strings.Split(doc, "\n") {
+		_, ptr, ok := strings.Cut(line, "path:")
+		if !ok {
+			continue
+		}
+		p := ""
+		for _, seg := range strings.Split(strings.Trim(strings.TrimSpace(ptr), `"'/`), "/") {
+			seg = strings.ReplaceAll(strings.ReplaceAll(seg, "~1", "/"), "~0", "~")
+			if _, err := strconv.Atoi(seg); err == nil || seg == "-" {
+				p += "[*]"
+				continue
+			}
+			p = joinKey(p, seg)
+		}
+		out = append(out, strings.TrimSuffix(p, "[*]"))
+	}
+	return out
+}
+
+// compareMutation compares both engines on one object, created.
+func (s *kyvernoSuite) compareMutation(t *testing.T, cfg diffConfig, st *diffStats, dps []diffPolicy, v variants.Variant) {
+	ctx := context.Background()
+	obj := &unstructured.Unstructured{Object: v.Object}
+	s.runs = map[string]*evaluationRun{}
+	run, err := s.run(ctx, obj.DeepCopy(), ir.Create)
+	require.NoError(t, err)
+	for _, dp := range dps {
+		report := func(what, kyverno, admitc string) {
+			st.disagree(dp.policy.Name, "CREATE", what, v, kyverno, admitc)
+		}
+		ans, patched := cfg.engine.mutate(ctx, s, dp.kyverno, obj)
+		if ans.panicked != "" {
+			report("engine", "panic: "+ans.panicked, "-")
+			continue
+		}
+		if malformed := malformedPodSpecList(v.Object); malformed != "" {
+			// Known difference (docs/kyverno-pattern-translation.md):
+			// kustomize's merge rebuilds every PodSpec list of the object
+			// by name; it fails on an element that is not a map and drops
+			// or merges elements without a name or with the same name.
+			report = func(what, kyverno, admitc string) { st.known[dp.policy.Name+" "+malformed]++ }
+		}
+		failed := false
+		for _, rule := range mutateRuleOrder(dp) {
+			k, a := ans.rules[rule], s.admitcStatus(run, dp.rules[rule])
+			if k == "" && a.status == "" {
+				continue
+			}
+			st.comparisons++
+			st.statuses[orNone(k)]++
+			if orNone(k) != orNone(a.status) {
+				report("rule "+rule, orNone(k)+": "+ans.messages[rule], orNone(a.status)+": "+a.message)
+			}
+			if k == "error" || a.status == "error" {
+				// Kyverno's engine goes on with an empty resource after a
+				// failed mutate rule, and admission fails: later rules
+				// are not compared.
+				failed = true
+				break
+			}
+		}
+		if failed || run.mutated == nil {
+			continue
+		}
+		st.decisions++
+		if kj, aj := normalized(patched), normalized(run.mutated.Object.Object); !reflect.DeepEqual(kj, aj) {
+			kd, _ := json.Marshal(kj)
+			ad, _ := json.Marshal(aj)
+			report("patched object", string(kd), string(ad))
+		}
+	}
+}
+
+// mutateRuleOrder is the order Kyverno's engine runs the compared rules
+// in (ComputeRules: the rules, then their autogen rules).
+func mutateRuleOrder(dp diffPolicy) []string {
+	var out []string
+	for _, prefix := range []string{"", "autogen-", "autogen-cronjob-"} {
+		for _, r := range dp.kyverno.Spec.Rules {
+			if _, excluded := dp.excluded[prefix+r.Name]; !excluded {
+				out = append(out, prefix+r.Name)
+			}
+		}
+	}
+	return out
+}
+
+// mergedLists are the lists of the fixtures' kinds that kustomize merges
+// by a key (its OpenAPI schema): where they are and the key.
+var mergedLists = []struct {
+	at  []string
+	key string
+}{
+	{[]string{"spec", "ports"}, "port"}, // a Service's
+}
+
+func init() {
+	for _, spec := range [][]string{{"spec"}, {"spec", "template", "spec"}, {"spec", "jobTemplate", "spec", "template", "spec"}} {
+		for _, list := range []string{"containers", "initContainers", "ephemeralContainers", "volumes", "imagePullSecrets"} {
+			mergedLists = append(mergedLists, struct {
+				at  []string
+				key string
+			}{append(append([]string(nil), spec...), list), "name"})
+		}
+	}
+}
+
+// malformedPodSpecList names the first list of obj that kustomize merges
+// by a key (PodSpec lists by name under spec, spec.template.spec or
+// spec.jobTemplate.spec.template.spec, a Service's ports by port) with an
+// element that is not a map, has no key, or repeats one: "" when there
+// is none. The API server rejects such objects (decoding or validation),
+// and kustomize's merge in Kyverno rewrites them.
+func malformedPodSpecList(obj map[string]any) string {
+	for _, l := range mergedLists {
+		v, ok, _ := unstructured.NestedFieldNoCopy(obj, l.at...)
+		items, isList := v.([]any)
+		if !ok || !isList || obj["kind"] != "Service" && l.key == "port" {
+			continue
+		}
+		seen := map[string]bool{}
+		for _, it := range items {
+			e, isMap := it.(map[string]any)
+			key, has := e[l.key]
+			k := fmt.Sprint(key)
+			_, str := key.(string)
+			_, isMapKey := key.(map[string]any)
+			_, isListKey := key.([]any)
+			if !isMap || !has || key == nil || isMapKey || isListKey || (str && k == "") || (l.key == "name" && !str) || seen[k] {
+				return "malformed " + strings.Join(l.at, ".")
+			}
+			seen[k] = true
+		}
+	}
+	return ""
+}
+
+// normalized is the object through JSON, so numbers compare by value.
+func normalized(o map[string]any) any {
+	data, _ := json.Marshal(o)
+	var out any
+	_ = json.Unmarshal(data, &out)
+	return out
+}
+
+// mutate runs the engine's mutation of p on obj as a CREATE, as the CLI's
+// makePolicyContext builds it.
+func (k *kyvernoEngine) mutate(ctx context.Context, s *kyvernoSuite, p *kyvernov1.ClusterPolicy, obj *unstructured.Unstructured) (ans kyvernoAnswer, patched map[string]any) {
+	defer func() {
+		if r := recover(); r != nil {
+			ans.panicked = fmt.Sprint(r)
+		}
+	}()
+	pc, err := engine.NewPolicyContext(k.jp, *obj.DeepCopy(), kyvernov1.Create, s.kyvernoUser(), k.cfg)
+	if err != nil {
+		return kyvernoAnswer{panicked: err.Error()}, nil
+	}
+	pc = pc.WithPolicy(p).WithNamespaceLabels(s.namespaceLabels(obj.GetNamespace())).WithResourceKind(obj.GroupVersionKind(), "")
+	resp := k.eng.Mutate(ctx, pc)
+	ans = kyvernoAnswer{rules: map[string]string{}, messages: map[string]string{}, response: resp}
+	for _, r := range resp.PolicyResponse.Rules {
+		ans.rules[r.Name()], ans.messages[r.Name()] = string(r.Status()), r.Message()
+	}
+	return ans, resp.PatchedResource.Object
+}
