@@ -151,7 +151,7 @@ func fastPathFixtures(t *testing.T) []fastPathFixture {
 			add(filepath.Base(dir), []string{in}, filepath.Dir(in))
 		}
 	}
-	for _, pattern := range []string{"../examples/kyverno/*/policy.yaml", "../examples/kyverno-pattern/*/policy.yaml"} {
+	for _, pattern := range []string{"../examples/kyverno/*/policy.yaml", "../examples/kyverno-pattern/*/policy.yaml", "../examples/kyverno-mutate/*/policy.yaml"} {
 		files, err := filepath.Glob(pattern)
 		require.NoError(t, err)
 		for _, f := range files {
