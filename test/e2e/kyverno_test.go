@@ -25,7 +25,8 @@ type kyvernoOffline struct {
 }
 
 // TestKyvernoPoliciesAsVAPs compiles every Kyverno fixture (ClusterPolicy
-// with validate.cel or pattern rules, Policy, ValidatingPolicy, MutatingPolicy) with --backend vap,map, applies
+// with validate.cel, pattern, deny, foreach or mutate rules, Policy,
+// ValidatingPolicy, MutatingPolicy) with --backend vap,map, applies
 // the output to the API server, and checks that every resource of the
 // fixture's Kyverno test is decided as `admitc test` decides it on the
 // original policy: verdict, message and mutation. Namespaces are created
@@ -36,7 +37,9 @@ func TestKyvernoPoliciesAsVAPs(t *testing.T) {
 	require.NoError(t, err)
 	patterns, err := filepath.Glob(repo + "examples/kyverno-pattern/*/policy.yaml")
 	require.NoError(t, err)
-	policies = append(policies, patterns...)
+	mutates, err := filepath.Glob(repo + "examples/kyverno-mutate/*/policy.yaml")
+	require.NoError(t, err)
+	policies = append(append(policies, patterns...), mutates...)
 	require.NotEmpty(t, policies)
 	compared := 0
 	for _, abs := range policies {
