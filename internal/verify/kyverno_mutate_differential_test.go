@@ -117,7 +117,9 @@ func mutateFixture(t *testing.T, cfg diffConfig, file string, st *diffStats) {
 		vs = append([]variants.Variant{{Name: "original", Object: o.Object}}, vs...)
 		st.variants += len(vs)
 		for _, v := range vs {
-			s.compareMutation(t, cfg, st, dps, v)
+			for _, op := range []ir.Operation{ir.Create, ir.Update} {
+				s.compareMutation(t, cfg, st, dps, v, op)
+			}
 		}
 	}
 }
@@ -188,18 +190,19 @@ func json6902Paths(doc string) []string {
 	return out
 }
 
-// compareMutation compares both engines on one object, created.
-func (s *kyvernoSuite) compareMutation(t *testing.T, cfg diffConfig, st *diffStats, dps []diffPolicy, v variants.Variant) {
+// compareMutation compares both engines on one object, created or
+// updated (the object its own old object, as verify's UPDATE is).
+func (s *kyvernoSuite) compareMutation(t *testing.T, cfg diffConfig, st *diffStats, dps []diffPolicy, v variants.Variant, op ir.Operation) {
 	ctx := context.Background()
 	obj := &unstructured.Unstructured{Object: v.Object}
 	s.runs = map[string]*evaluationRun{}
-	run, err := s.run(ctx, obj.DeepCopy(), ir.Create)
+	run, err := s.run(ctx, obj.DeepCopy(), op)
 	require.NoError(t, err)
 	for _, dp := range dps {
 		report := func(what, kyverno, admitc string) {
-			st.disagree(dp.policy.Name, "CREATE", what, v, kyverno, admitc)
+			st.disagree(dp.policy.Name, string(op), what, v, kyverno, admitc)
 		}
-		ans, patched := cfg.engine.mutate(ctx, s, dp.kyverno, obj)
+		ans, patched := cfg.engine.mutate(ctx, s, dp.kyverno, obj, op)
 		if ans.panicked != "" {
 			report("engine", "panic: "+ans.panicked, "-")
 			continue
@@ -314,17 +317,27 @@ func normalized(o map[string]any) any {
 	return out
 }
 
-// mutate runs the engine's mutation of p on obj as a CREATE, as the CLI's
-// makePolicyContext builds it.
-func (k *kyvernoEngine) mutate(ctx context.Context, s *kyvernoSuite, p *kyvernov1.ClusterPolicy, obj *unstructured.Unstructured) (ans kyvernoAnswer, patched map[string]any) {
+// mutate runs the engine's mutation of p on obj as a CREATE or an UPDATE
+// (obj its own old object), as the CLI's makePolicyContext builds it.
+func (k *kyvernoEngine) mutate(ctx context.Context, s *kyvernoSuite, p *kyvernov1.ClusterPolicy, obj *unstructured.Unstructured, op ir.Operation) (ans kyvernoAnswer, patched map[string]any) {
 	defer func() {
 		if r := recover(); r != nil {
 			ans.panicked = fmt.Sprint(r)
 		}
 	}()
-	pc, err := engine.NewPolicyContext(k.jp, *obj.DeepCopy(), kyvernov1.Create, s.kyvernoUser(), k.cfg)
+	operation := kyvernov1.Create
+	if op == ir.Update {
+		operation = kyvernov1.Update
+	}
+	pc, err := engine.NewPolicyContext(k.jp, *obj.DeepCopy(), operation, s.kyvernoUser(), k.cfg)
 	if err != nil {
 		return kyvernoAnswer{panicked: err.Error()}, nil
+	}
+	if op == ir.Update {
+		pc = pc.WithOldResource(*obj.DeepCopy())
+		if err := pc.JSONContext().AddOldResource(obj.DeepCopy().Object); err != nil {
+			return kyvernoAnswer{panicked: err.Error()}, nil
+		}
 	}
 	pc = pc.WithPolicy(p).WithNamespaceLabels(s.namespaceLabels(obj.GetNamespace())).WithResourceKind(obj.GroupVersionKind(), "")
 	resp := k.eng.Mutate(ctx, pc)
