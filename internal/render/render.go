@@ -47,11 +47,6 @@ func YAML(objs []runtime.Object) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// nullTimestamp is the server-set field typed objects serialise although it
-// is empty. In JSON a quote inside a string is escaped, so this byte
-// sequence can only be a key, never part of a value.
-var nullTimestamp = []byte(`"creationTimestamp":null`)
-
 // Object renders one object as YAML with keys sorted (as sigs.k8s.io/yaml
 // writes them), without a null creationTimestamp (at any depth: pod
 // templates carry one too) and without a status: status is written by the
@@ -62,13 +57,15 @@ func Object(obj runtime.Object) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode %T: %w", obj, err)
 	}
-	data = bytes.ReplaceAll(data, append(append([]byte(nil), nullTimestamp...), ','), nil)
-	data = bytes.ReplaceAll(data, append([]byte{','}, nullTimestamp...), nil)
-	data = bytes.ReplaceAll(data, nullTimestamp, nil)
-	if data, err = withoutStatus(data); err != nil {
+	v, err := decodeJSON(data)
+	if err != nil {
 		return nil, fmt.Errorf("encode %T: %w", obj, err)
 	}
-	return jsonToYAML(data)
+	if m, ok := v.(map[string]any); ok {
+		delete(m, "status")
+	}
+	withoutNullTimestamps(v)
+	return yaml.Marshal(numbers(v))
 }
 
 // jsonToYAML is sigs.k8s.io/yaml's JSONToYAML with the JSON read by
@@ -76,13 +73,38 @@ func Object(obj runtime.Object) ([]byte, error) {
 // numbers keep their type as go-yaml would resolve them (int, then uint64,
 // then float64), and go-yaml writes the value, keys sorted, as before.
 func jsonToYAML(data []byte) ([]byte, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	v, err := decodeJSON(data)
+	if err != nil {
 		return nil, err
 	}
 	return yaml.Marshal(numbers(v))
+}
+
+// decodeJSON reads one JSON value, numbers as json.Number.
+func decodeJSON(data []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	err := dec.Decode(&v)
+	return v, err
+}
+
+// withoutNullTimestamps drops every creationTimestamp that is null, at any
+// depth.
+func withoutNullTimestamps(v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		if t, ok := v["creationTimestamp"]; ok && t == nil {
+			delete(v, "creationTimestamp")
+		}
+		for _, x := range v {
+			withoutNullTimestamps(x)
+		}
+	case []any:
+		for _, x := range v {
+			withoutNullTimestamps(x)
+		}
+	}
 }
 
 // numbers replaces every json.Number with the Go number go-yaml would
@@ -110,19 +132,4 @@ func numbers(v any) any {
 		return string(v)
 	}
 	return v
-}
-
-// withoutStatus drops the top-level status field of a JSON object. The
-// fields are re-encoded in sorted order, which is the order JSONToYAML
-// writes anyway, and their values are kept byte for byte.
-func withoutStatus(data []byte) ([]byte, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(data, &fields); err != nil {
-		return nil, err
-	}
-	if _, ok := fields["status"]; !ok {
-		return data, nil
-	}
-	delete(fields, "status")
-	return json.Marshal(fields)
 }
