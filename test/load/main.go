@@ -147,13 +147,7 @@ func runLoad(args []string) error {
 	if err != nil {
 		return err
 	}
-	// Warm the connections up before measuring.
-	for i := 0; i < c.conns; i++ {
-		if resp, err := client.Post(c.url, "application/json", bytes.NewReader(body)); err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-		}
-	}
+	warm(client, c.url, body, c.conns)
 	rssStart := rss(c.pid)
 	r := fire(client, c, body)
 	r.rssStart, r.rssEnd = rssStart, rss(c.pid)

@@ -124,6 +124,7 @@ func ramp(args []string) error {
 	return nil
 }
 
+// warm sends n reviews to open the connections before measuring.
 func warm(client *http.Client, u string, body []byte, n int) {
 	for i := 0; i < n; i++ {
 		if resp, err := client.Post(u, "application/json", bytes.NewReader(body)); err == nil {
