@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -105,16 +104,7 @@ func mutateFixture(t *testing.T, cfg diffConfig, file string, st *diffStats) {
 	}
 	for _, o := range s.resources {
 		st.resources++
-		h := fnv.New64a()
-		fmt.Fprint(h, file, resourceKey(o))
-		opts := variants.Options{Seed: cfg.seed + int64(h.Sum64()>>1), Count: cfg.count}
-		for _, dp := range dps {
-			opts.Scalars = append(opts.Scalars, dp.scalars...)
-			opts.Paths = append(opts.Paths, dp.paths...)
-		}
-		vs, err := variants.Generate(o.Object, opts)
-		require.NoError(t, err)
-		vs = append([]variants.Variant{{Name: "original", Object: o.Object}}, vs...)
+		vs := s.variantsOf(t, cfg, file, o, dps)
 		st.variants += len(vs)
 		for _, v := range vs {
 			for _, op := range []ir.Operation{ir.Create, ir.Update} {
