@@ -1,8 +1,6 @@
 package kyverno
 
 import (
-	"strings"
-
 	kyvernov1 "github.com/kyverno/kyverno/api/kyverno/v1"
 
 	"github.com/admitc/admitc/compiler/kyverno/mutate"
@@ -69,14 +67,7 @@ func (r *reader) mutateRule(pol *ir.Policy, c computedRule, path string) *refusa
 func (r *reader) mutateConstructRefusal(mp string, err error, autogen bool) *refusal {
 	at, why := mp, err.Error()
 	if me, ok := err.(*mutate.Error); ok {
-		p := me.Path
-		if autogen {
-			p = unnest(p)
-		}
-		at, why = mp+"."+p, me.Reason
-		for at != mp && r.doc.NodeAt(at) == nil {
-			at = at[:max(strings.LastIndexAny(at, ".["), len(mp))]
-		}
+		at, why = r.constructAt(mp, me.Path, autogen), me.Reason
 	}
 	return &refusal{"mutate construct", at, why}
 }

@@ -128,16 +128,23 @@ func skipReason(e pattern.Expr) string {
 func (r *reader) patternRefusal(vp string, err error, autogen bool) *refusal {
 	at, why := vp, err.Error()
 	if pe, ok := err.(*pattern.Error); ok {
-		p := pe.Path
-		if autogen {
-			p = unnest(p)
-		}
-		at, why = vp+"."+p, pe.Reason
-		for at != vp && r.doc.NodeAt(at) == nil {
-			at = at[:max(strings.LastIndexAny(at, ".["), len(vp))]
-		}
+		at, why = r.constructAt(vp, pe.Path, autogen), pe.Reason
 	}
 	return &refusal{"validate.pattern construct", at, why}
+}
+
+// constructAt is the field of the file at path under base (a pattern or an
+// overlay), or the nearest field above it that the file holds; an autogen
+// rule's path is taken back to the rule it was made from.
+func (r *reader) constructAt(base, path string, autogen bool) string {
+	if autogen {
+		path = unnest(path)
+	}
+	at := base + "." + path
+	for at != base && r.doc.NodeAt(at) == nil {
+		at = at[:max(strings.LastIndexAny(at, ".["), len(base))]
+	}
+	return at
 }
 
 // unnest is the path in the source rule of a path in its autogen rule's
