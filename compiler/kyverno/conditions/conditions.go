@@ -72,17 +72,24 @@ func Decode(raw any) (kyvernov1.AnyAllConditions, error) {
 	return c, nil
 }
 
+// operands are a condition's key and value as CEL, an error at the field
+// that does not translate.
+func operands(c kyvernov1.Condition, s Scope, fresh *int, at string) (key, val string, err error) {
+	if key, err = Value(c.GetKey(), s, fresh); err != nil {
+		return "", "", &Error{Field: at + ".key", Reason: err.Error()}
+	}
+	if val, err = Value(c.GetValue(), s, fresh); err != nil {
+		return "", "", &Error{Field: at + ".value", Reason: err.Error()}
+	}
+	return key, val, nil
+}
+
 func condition(c kyvernov1.Condition, s Scope, fresh *int, at string) (string, error) {
-	key, err := Value(c.GetKey(), s, fresh)
+	key, val, err := operands(c, s, fresh, at)
 	if err != nil {
-		return "", &Error{Field: at + ".key", Reason: err.Error()}
+		return "", err
 	}
-	raw := c.GetValue()
-	val, err := Value(raw, s, fresh)
-	if err != nil {
-		return "", &Error{Field: at + ".value", Reason: err.Error()}
-	}
-	e, err := Operator(string(c.Operator), key, val, raw)
+	e, err := Operator(string(c.Operator), key, val, c.GetValue())
 	if err != nil {
 		return "", &Error{Field: at + ".operator", Reason: err.Error()}
 	}
@@ -125,18 +132,13 @@ func Outcome(c kyvernov1.AnyAllConditions, s Scope, fresh *int) (string, error) 
 // conditionOutcome is one condition under Capture: 'error' when its key
 // or value does not resolve, else whether the operator holds.
 func conditionOutcome(c kyvernov1.Condition, s Scope, fresh *int, at string) (string, error) {
-	key, err := Value(c.GetKey(), s, fresh)
+	key, val, err := operands(c, s, fresh, at)
 	if err != nil {
-		return "", &Error{Field: at + ".key", Reason: err.Error()}
-	}
-	raw := c.GetValue()
-	val, err := Value(raw, s, fresh)
-	if err != nil {
-		return "", &Error{Field: at + ".value", Reason: err.Error()}
+		return "", err
 	}
 	k, v := "ck"+fmt.Sprint(*fresh), "cv"+fmt.Sprint(*fresh)
 	*fresh++
-	e, err := Operator(string(c.Operator), k, v, raw)
+	e, err := Operator(string(c.Operator), k, v, c.GetValue())
 	if err != nil {
 		return "", &Error{Field: at + ".operator", Reason: err.Error()}
 	}
