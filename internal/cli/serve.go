@@ -128,7 +128,7 @@ func (o *ServeOptions) Validate() error {
 	case o.MaxQueued < 0:
 		return usageError(fmt.Errorf("--max-queued %d: want 0 (%d per slot) or more reviews", o.MaxQueued, server.DefaultQueuePerSlot))
 	case o.MaxQueueWait < 0:
-		return usageError(fmt.Errorf("--max-queue-wait %v: want a positive duration, e.g. 250ms", o.MaxQueueWait))
+		return usageError(fmt.Errorf("--max-queue-wait %v: want 0 (the default, %v) or a positive duration", o.MaxQueueWait, server.DefaultMaxQueueWait))
 	case o.MaxInflight < 0:
 		return usageError(fmt.Errorf("--max-inflight %d: want 0 (GOMAXPROCS) or more reviews at once", o.MaxInflight))
 	case o.MaxListItems < 0:

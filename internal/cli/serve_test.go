@@ -189,6 +189,23 @@ func TestServeRefusesToStartWithBrokenPolicies(t *testing.T) {
 	assert.Contains(t, stderr, "error: load serving certificate: open "+filepath.Join(tlsDir, "missing.crt"))
 }
 
+func TestServeRefusesNegativeQueueBounds(t *testing.T) {
+	tlsDir := t.TempDir()
+	newCerts(t, tlsDir)
+	base := []string{"serve", "--policies", fixtures + "policies/policies.json", "--cert", filepath.Join(tlsDir, "tls.crt"), "--key", filepath.Join(tlsDir, "tls.key"), "--port", "0"}
+	_, stderr, code := run(t, append(base, "--max-queued", "-1")...)
+	assert.Equal(t, ExitUsage, code)
+	assert.Equal(t, "error: --max-queued -1: want 0 (64 per slot) or more reviews\n", stderr)
+	_, stderr, code = run(t, append(base, "--max-queue-wait", "-1s")...)
+	assert.Equal(t, ExitUsage, code)
+	assert.Equal(t, "error: --max-queue-wait -1s: want 0 (the default, 250ms) or a positive duration\n", stderr)
+
+	out, _, code := run(t, "serve", "--help")
+	assert.Equal(t, ExitOK, code)
+	assert.Contains(t, out, "--max-queue-wait duration")
+	assert.Contains(t, out, "--max-queued int")
+}
+
 func TestServeRequiresPolicies(t *testing.T) {
 	tlsDir := t.TempDir()
 	newCerts(t, tlsDir)
