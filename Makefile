@@ -28,7 +28,7 @@ build-kyverno:
 ## kyverno: the tests against Kyverno's own engine (compare's column, the pattern translation's differential test, the whole-rule differential test on every ClusterPolicy fixture and its variants) (~20 minutes to build cold on 2 cores).
 kyverno:
 	$(GO) test -tags kyverno ./internal/compare ./internal/cli -run 'Kyverno|Compare'
-	$(GO) test -tags kyverno ./compiler/kyverno/pattern/
+	$(GO) test -tags kyverno ./compiler/kyverno/pattern/ ./compiler/kyverno/conditions/
 	$(GO) test -tags kyverno ./internal/verify -run 'WholeRule|Mutate'
 
 ## test: every test: unit and golden tests, short fuzz runs, the Kyverno engine tests and the e2e suite.

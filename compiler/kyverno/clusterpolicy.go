@@ -144,6 +144,7 @@ func (r *reader) rule(p *clusterPolicyObject, c computedRule) {
 	if pol.ParamKind != nil && b.ParamRef == nil {
 		r.errorf(path+".validate.cel", "paramKind needs a paramRef: the parameter objects this rule reads")
 	}
+	withImages(pol)
 	r.policies = append(r.policies, pol)
 }
 
@@ -163,6 +164,7 @@ func (r *reader) mutatingRule(p *clusterPolicyObject, pol *ir.Policy, c computed
 		pol.FailurePolicy = ir.Ignore
 	}
 	pol.Bindings = []ir.Binding{{Name: pol.Name, Origin: pol.Origin}}
+	withImages(pol)
 	r.policies = append(r.policies, pol)
 }
 

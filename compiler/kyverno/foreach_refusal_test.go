@@ -69,10 +69,11 @@ func TestForEachRefusalsNameTheConstruct(t *testing.T) {
       - list: request.object.spec.containers
         pattern: {name: "*"}
 `, `p.yaml:16:16: spec.rules[0].validate.message: validate.message references: $( ) references in a message are not translated: Kyverno resolves them against the message string itself, where no path resolves`},
-		"images": {`      foreach:
+		"nested variable in a foreach precondition": {`      foreach:
       - list: request.object.spec.containers
-        deny: {conditions: {any: [{key: "{{ images.containers.nginx.tag }}", operator: Equals, value: latest}]}}
-`, `p.yaml:18:41: spec.rules[0].validate.foreach[0].deny.conditions.any[0].key: validate.deny: JMESPath "images.containers.nginx.tag": images is not in the context admitc translates (Kyverno fills it by parsing every container image reference with its registry defaults; use element.image or request.object...image)`},
+        preconditions: {any: [{key: "{{ images.containers.\"{{element.name}}\".tag }}", operator: Equals, value: latest}]}
+        deny: {conditions: {any: [{key: "{{ element.name }}", operator: Equals, value: x}]}}
+`, `p.yaml:18:37: spec.rules[0].validate.foreach[0].preconditions.any[0].key: foreach preconditions: nested {{ }} variables in a foreach list or a foreach precondition are not translated`},
 		"variables in a pattern": {`      foreach:
       - list: request.object.spec.containers
         pattern: {name: "{{ request.object.metadata.name }}"}

@@ -85,11 +85,12 @@ func TestMessageSubstitutesVariables(t *testing.T) {
 
 func TestRefusalsNameTheConstruct(t *testing.T) {
 	cases := map[string]string{
-		`{any: [{key: "{{ images.containers }}", operator: Equals, value: x}]}`:                   `any[0].key: JMESPath "images.containers": images is not in the context admitc translates`,
-		`{all: [{key: "{{ request.object.spec | keys(@) }}", operator: Equals, value: x}]}`:       `all[0].key: JMESPath "request.object.spec | keys(@)": function keys() is not in the subset`,
-		`{any: [{key: "{{ request.object.spec.containers[0:2] }}", operator: Equals, value: x}]}`: `any[0].key: JMESPath "request.object.spec.containers[0:2]": a slice is not in the subset`,
-		`{any: [{key: a, operator: DurationGreaterThan, value: 1h}]}`:                             `any[0].operator: operator DurationGreaterThan is not translated`,
-		`{any: [{key: a, operator: AnyIn, value: "1-10"}]}`:                                       `any[0].operator: the range value "1-10" of anyin is not translated`,
+		`{any: [{key: "{{ imageData.registry }}", operator: Equals, value: x}]}`:                     `any[0].key: JMESPath "imageData.registry": imageData is not in the context admitc translates`,
+		`{any: [{key: "{{ starts_with('{{ request.name }}', 'x') }}", operator: Equals, value: x}]}`: `any[0].key: JMESPath "starts_with('__admitcvar0__', 'x')": a nested {{ }} variable is translated only as a field name`,
+		`{all: [{key: "{{ request.object.spec | keys(@) }}", operator: Equals, value: x}]}`:          `all[0].key: JMESPath "request.object.spec | keys(@)": function keys() is not in the subset`,
+		`{any: [{key: "{{ request.object.spec.containers[0:2] }}", operator: Equals, value: x}]}`:    `any[0].key: JMESPath "request.object.spec.containers[0:2]": a slice is not in the subset`,
+		`{any: [{key: a, operator: DurationGreaterThan, value: 1h}]}`:                                `any[0].operator: operator DurationGreaterThan is not translated`,
+		`{any: [{key: a, operator: AnyIn, value: "1-10"}]}`:                                          `any[0].operator: the range value "1-10" of anyin is not translated`,
 	}
 	for cond, want := range cases {
 		var raw any

@@ -11,13 +11,18 @@
 // request.oldObject (request.object reads the old object on DELETE, as
 // Kyverno rewrites it), request.operation, request.namespace, request.name,
 // request.userInfo.username and .groups, serviceAccountName,
-// serviceAccountNamespace, and in a foreach element, elementIndex and
+// serviceAccountNamespace, images (images.go: Kyverno's parsed image
+// references, computed once per policy as ImagesVariable), and in a
+// foreach element, elementIndex and
 // elementN, elementIndexN (Scope.Loops); field access, indexes, `[]`
 // flatten, `[*]` and `.*` projections, `[?cond]` filters with comparisons,
 // multi-select lists, `!`, `&&` and `||`, pipes, literals, and the
 // functions length, to_string, contains, starts_with and ends_with. Any
 // other construct (Kyverno's own functions, slices, multi-select hashes,
-// other roots such as images or context entries) is refused with an *Error.
+// other roots such as context entries) is refused with an *Error. Nested
+// variables ({{ images.containers."{{ element.name }}".tag }}) are
+// substituted inner first, as Kyverno does, when the inner ones name a
+// field (substitute.go nestedText).
 //
 // Where Kyverno handles a query's "Unknown key" error itself (a foreach
 // list skips its entry, a foreach precondition its element), Scope.Capture

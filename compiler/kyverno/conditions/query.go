@@ -28,6 +28,12 @@ type Scope struct {
 	// foreach list skips its entry, a foreach precondition its element);
 	// functions, whose other errors CEL cannot catch, are refused there.
 	Capture bool
+
+	// keys are the CEL texts of the inner variables of a nested {{ }}
+	// variable, by placeholder; bareKeys says which placeholders are bare
+	// identifiers in the query (the others are quoted).
+	keys     map[string]string
+	bareKeys map[string]bool
 }
 
 // Loop is one foreach loop's element and index, as CEL expressions.
@@ -211,6 +217,9 @@ func nodeName(n gojmespath.ASTNode) string {
 // when strict, else null), null on anything else; on the context, the
 // roots admitc knows.
 func (t *translator) field(cur value, key string, strict bool) (value, error) {
+	if placeholderRegex.MatchString(key) {
+		return t.dynamicField(cur, key, strict)
+	}
 	if cur.pseudo != "" {
 		return t.rootField(cur.pseudo, key, strict)
 	}
@@ -223,6 +232,47 @@ func (t *translator) field(cur value, key string, strict bool) (value, error) {
 		return value{cel: bind(v, cur.cel, "type("+v+") == map ? "+v+"["+quote(key)+"] : null")}, nil
 	}
 	return value{cel: bind(v, cur.cel, "type("+v+") == map && "+quote(key)+" in "+v+" ? "+v+"["+quote(key)+"] : "+missing)}, nil
+}
+
+// dynamicField is field with a key made by nested variables: the text of
+// key with each placeholder replaced by its variable's text. A bare
+// identifier must lex as one once substituted, and a quoted one must not
+// need escapes, or Kyverno's query does not parse.
+func (t *translator) dynamicField(cur value, key string, strict bool) (value, error) {
+	if cur.pseudo != "" {
+		return value{}, t.refuse("a nested {{ }} variable naming a field of %s is not translated", pseudoName(cur.pseudo))
+	}
+	var parts []string
+	bare := false
+	last := 0
+	for _, loc := range placeholderRegex.FindAllStringIndex(key, -1) {
+		p := key[loc[0]:loc[1]]
+		text, ok := t.scope.keys[p]
+		if !ok {
+			return value{}, t.refuse("%s is not a variable", p)
+		}
+		bare = bare || t.scope.bareKeys[p]
+		if loc[0] > last {
+			parts = append(parts, quote(key[last:loc[0]]))
+		}
+		parts = append(parts, text)
+		last = loc[1]
+	}
+	if last < len(key) {
+		parts = append(parts, quote(key[last:]))
+	}
+	k, v := t.name(), t.name()
+	valid := "!" + k + ".contains('\"') && !" + k + ".contains('\\\\')"
+	if bare {
+		valid = k + ".matches('^[A-Za-z_][A-Za-z0-9_]*$')"
+	}
+	lookup := "type(" + v + ") == map ? (" + k + " in " + v + " ? " + v + "[" + k + "] : null) : null"
+	if strict {
+		missing := raise("Unknown key in path")
+		lookup = "type(" + v + ") == map ? (" + k + " in " + v + " ? " + v + "[" + k + "] : " + missing + ") : null"
+	}
+	body := "!(" + valid + ") ? " + raise("the substituted query does not parse") + " : " + lookup
+	return value{cel: bind(k, strings.Join(parts, " + "), bind(v, cur.cel, body))}, nil
 }
 
 // rootField resolves the names of Kyverno's context that admitc reads.
@@ -247,6 +297,15 @@ func (t *translator) rootField(pseudo, key string, strict bool) (value, error) {
 		if t.scope.ElementIndex != "" {
 			return value{cel: t.scope.ElementIndex}, nil
 		}
+	case "$.images":
+		// Kyverno's images variable: missing when the object has no image,
+		// an error when Kyverno cannot extract them.
+		im := t.name()
+		failed := raise("failed to extract the images of the resource: a container without a string name, an image reference that does not parse, or a pod spec of the wrong type")
+		if strict && t.scope.Capture {
+			failed = UnknownKey
+		}
+		return value{cel: bind(im, ImagesReference, "type("+im+") == map ? "+im+" : "+im+" == null ? "+unknown("images")+" : "+failed)}, nil
 	case "request.name":
 		return value{cel: "(request.name != '' ? request.name : " + unknown("name") + ")"}, nil
 	case "$.serviceAccountName", "$.serviceAccountNamespace":
@@ -289,10 +348,7 @@ func (t *translator) rootField(pseudo, key string, strict bool) (value, error) {
 	if pseudo != "$" {
 		name = pseudo + "." + key
 	}
-	if name == "images" {
-		return value{}, t.refuse("images is not in the context admitc translates (Kyverno fills it by parsing every container image reference with its registry defaults; use element.image or request.object...image)")
-	}
-	return value{}, t.refuse("%s is not in the context admitc translates (request.object, request.oldObject, request.operation, request.namespace, request.name, request.userInfo.username/groups, serviceAccountName/Namespace, element, elementIndex, elementN and elementIndexN in a foreach)", name)
+	return value{}, t.refuse("%s is not in the context admitc translates (request.object, request.oldObject, request.operation, request.namespace, request.name, request.userInfo.username/groups, serviceAccountName/Namespace, images, element, elementIndex, elementN and elementIndexN in a foreach)", name)
 }
 
 // loopName resolves elementN and elementIndexN, the element and index of

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"sort"
 	"strings"
 )
 
@@ -66,6 +67,9 @@ func text(x string, s Scope, fresh *int, whole bool) (string, error) {
 	if len(locs) == 0 {
 		return quote(unescape(x)), nil
 	}
+	if outer, inner := nestedVariables(x, locs); len(inner) > 0 {
+		return nestedText(outer, inner, s, fresh, whole)
+	}
 	var parts, vars, values []string
 	last := 0
 	for _, loc := range locs {
@@ -125,3 +129,156 @@ func trimVariable(v string) (string, bool) {
 
 // unescape is Kyverno's last step: an escaped \{{ becomes {{.
 func unescape(s string) string { return strings.ReplaceAll(s, `\{{`, "{{") }
+
+// placeholderPrefix marks, in a text whose inner {{ }} variables are taken
+// out, where each inner variable's text goes.
+const placeholderPrefix = "__admitcvar"
+
+var placeholderRegex = regexp.MustCompile(placeholderPrefix + `[0-9]+__`)
+
+// nestedVariables finds Kyverno's nested variables: with each variable of
+// x replaced by a placeholder, the text outer still holds a variable
+// (Kyverno substitutes the inner ones, then looks again). inner maps
+// each placeholder to its variable's query; it is empty when x has no
+// nested variable.
+func nestedVariables(x string, locs [][]int) (string, map[string]string) {
+	var b strings.Builder
+	inner := map[string]string{}
+	last := 0
+	for i, loc := range locs {
+		start, end := loc[4], loc[5]
+		b.WriteString(x[last:start])
+		p := fmt.Sprintf("%s%d__", placeholderPrefix, i)
+		inner[p] = x[start:end]
+		b.WriteString(p)
+		last = end
+	}
+	b.WriteString(x[last:])
+	outer := b.String()
+	for _, loc := range variableRegex.FindAllStringSubmatchIndex(outer, -1) {
+		if placeholderRegex.MatchString(outer[loc[4]:loc[5]]) {
+			return outer, inner
+		}
+	}
+	return x, nil
+}
+
+// nestedText translates a text with nested variables: each inner
+// variable's value, written as text (a string as is, anything else as
+// JSON), is spliced where Kyverno splices it, in the outer variables'
+// queries as keys (a quoted identifier such as "{{ element.name }}", or a
+// bare one, which must then lex as an identifier) and in the text around
+// them.
+func nestedText(outer string, inner map[string]string, s Scope, fresh *int, whole bool) (string, error) {
+	if s.Capture {
+		return "", fmt.Errorf("nested {{ }} variables in a foreach list or a foreach precondition are not translated")
+	}
+	keys := make([]string, 0, len(inner))
+	for k := range inner {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var binds, values []string
+	texts := map[string]string{}
+	for _, p := range keys {
+		q, shallow := trimVariable(inner[p])
+		if shallow || q == "@" {
+			return "", fmt.Errorf("the variable %s is not translated", inner[p])
+		}
+		c, err := Query(q, s, fresh)
+		if err != nil {
+			return "", err
+		}
+		v := "v" + fmt.Sprint(*fresh)
+		*fresh++
+		binds, values = append(binds, v), append(values, "dyn("+c+")")
+		texts[p] = "(type(" + v + ") == string ? " + v + " : " + jsonText(v) + ")"
+	}
+	withText := func(t string) string {
+		var parts []string
+		last := 0
+		for _, loc := range placeholderRegex.FindAllStringIndex(t, -1) {
+			if loc[0] > last {
+				parts = append(parts, quote(unescape(t[last:loc[0]])))
+			}
+			parts = append(parts, texts[t[loc[0]:loc[1]]])
+			last = loc[1]
+		}
+		if last < len(t) || len(parts) == 0 {
+			parts = append(parts, quote(unescape(t[last:])))
+		}
+		return "(" + strings.Join(parts, " + ") + ")"
+	}
+	locs := variableRegex.FindAllStringSubmatchIndex(outer, -1)
+	var parts []string
+	last := 0
+	for _, loc := range locs {
+		start, end := loc[4], loc[5]
+		q, shallow := trimVariable(outer[start:end])
+		if shallow || q == "@" {
+			return "", fmt.Errorf("the variable %s is not translated", outer[start:end])
+		}
+		c, err := queryWithKeys(q, s, fresh, texts)
+		if err != nil {
+			return "", err
+		}
+		if whole && start == 0 && end == len(outer) {
+			parts = []string{c}
+			last = end
+			break
+		}
+		if start > last {
+			parts = append(parts, withText(outer[last:start]))
+		}
+		v := "v" + fmt.Sprint(*fresh)
+		*fresh++
+		parts = append(parts, bind(v, "dyn("+c+")", "type("+v+") == string ? "+v+" : "+jsonText(v)))
+		last = end
+	}
+	if last < len(outer) {
+		parts = append(parts, withText(outer[last:]))
+	}
+	out := parts[0]
+	if len(parts) > 1 || !(whole && len(locs) == 1 && locs[0][4] == 0 && locs[0][5] == len(outer)) {
+		out = "(" + strings.Join(parts, " + ") + ")"
+	}
+	for i := len(binds) - 1; i >= 0; i-- {
+		out = "[" + values[i] + "].map(" + binds[i] + ", " + out + ")[0]"
+	}
+	return out, nil
+}
+
+// queryWithKeys translates the query q whose field names hold the
+// placeholders of texts (CEL strings): such a field reads the key the
+// text makes; a placeholder anywhere else is refused.
+func queryWithKeys(q string, s Scope, fresh *int, texts map[string]string) (string, error) {
+	bare := map[string]bool{}
+	for _, loc := range placeholderRegex.FindAllStringIndex(q, -1) {
+		bare[q[loc[0]:loc[1]]] = !quotedAt(q, loc[0])
+	}
+	s.keys = texts
+	s.bareKeys = bare
+	c, err := Query(q, s, fresh)
+	if err != nil {
+		return "", err
+	}
+	if placeholderRegex.MatchString(c) {
+		return "", fmt.Errorf("JMESPath %q: a nested {{ }} variable is translated only as a field name", q)
+	}
+	return c, nil
+}
+
+// quotedAt says whether position i of the JMESPath text q is inside a
+// double-quoted identifier.
+func quotedAt(q string, i int) bool {
+	in := false
+	for j := 0; j < i; j++ {
+		switch {
+		case in && q[j] == '\\':
+			j++
+		case q[j] == '"':
+			in = !in
+		}
+	}
+	return in
+}
