@@ -2,6 +2,7 @@ package kyverno
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	kyvernov1 "github.com/kyverno/kyverno/api/kyverno/v1"
@@ -245,19 +246,35 @@ func ruleRefusal(rule kyvernov1.Rule, path string) *refusal {
 		return &refusal{"validate.manifests", vp + ".manifests", "manifest signatures are verified with keys Kyverno fetches at admission"}
 	case v.DeprecatedAssert != nil:
 		return &refusal{"validate.assert", vp + ".assert", "kyverno-json assertion trees are not translated"}
-	case v.GetPattern() != nil || v.GetAnyPattern() != nil, len(v.ForEachValidation) > 0:
-		return messageRefusal(v.Message, vp)
+	case v.GetPattern() != nil || v.GetAnyPattern() != nil:
+		return messageRefusal(v.Message, vp, false)
+	case len(v.ForEachValidation) > 0:
+		return messageRefusal(v.Message, vp, true)
 	case v.CEL == nil:
 		return &refusal{"validate without cel", vp, "the validate block has no check admitc reads"}
 	}
 	return nil
 }
 
-// messageRefusal refuses $( ) references in a pattern or foreach rule's
-// message ({{ }} variables are translated).
-func messageRefusal(message, vp string) *refusal {
-	if strings.Contains(message, "$(") {
-		return &refusal{"validate.message references", vp + ".message", "$( ) references in a message are not translated: Kyverno resolves them against the message string itself, where no path resolves"}
+// referenceRegex is Kyverno's regex.RegexReferences: a $( ) reference,
+// not preceded by a backslash.
+var referenceRegex = regexp.MustCompile(`^\$\(.[^\ ]*\)|[^\\]\$\(.[^\ ]*\)`)
+
+// messageReferences says whether a rule's message has $( ) references,
+// which Kyverno resolves against the message string itself, where no path
+// resolves: substituting the message always fails.
+func messageReferences(message string) bool { return referenceRegex.MatchString(message) }
+
+// messageRefusal refuses the $( ) references of a rule's message that
+// admitc does not translate: escaped ones (Kyverno unescapes them), and
+// any in a foreach rule ({{ }} variables are translated, and a pattern
+// rule's references give Kyverno's substitution error message).
+func messageRefusal(message, vp string, foreach bool) *refusal {
+	switch {
+	case strings.Contains(message, `\$(`):
+		return &refusal{"validate.message references", vp + ".message", "escaped \\$( ) references in a message are not translated (Kyverno unescapes them)"}
+	case foreach && messageReferences(message):
+		return &refusal{"validate.message references", vp + ".message", "$( ) references in a foreach rule's message are not translated: Kyverno resolves them against the message string itself, where no path resolves, and its element messages then differ"}
 	}
 	return nil
 }

@@ -45,7 +45,7 @@
 //
 // A rule or policy that needs something admitc cannot evaluate offline
 // (rule and foreach context, JMESPath outside the conditions subset, {{ }}
-// variables in patterns, $( ) references in messages, mutate foreach and
+// variables in patterns, $( ) references in foreach messages, mutate foreach and
 // targets, generate, verifyImages, Kyverno-only CEL libraries, roles and
 // clusterRoles) is refused with its place, the feature's name and why, and
 // the rest of the document still compiles: refusals are returned as

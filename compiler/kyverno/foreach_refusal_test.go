@@ -68,7 +68,7 @@ func TestForEachRefusalsNameTheConstruct(t *testing.T) {
       foreach:
       - list: request.object.spec.containers
         pattern: {name: "*"}
-`, `p.yaml:16:16: spec.rules[0].validate.message: validate.message references: $( ) references in a message are not translated: Kyverno resolves them against the message string itself, where no path resolves`},
+`, `p.yaml:16:16: spec.rules[0].validate.message: validate.message references: $( ) references in a foreach rule's message are not translated: Kyverno resolves them against the message string itself, where no path resolves, and its element messages then differ`},
 		"nested variable in a foreach precondition": {`      foreach:
       - list: request.object.spec.containers
         preconditions: {any: [{key: "{{ images.containers.\"{{element.name}}\".tag }}", operator: Equals, value: latest}]}

@@ -60,7 +60,15 @@ func (r *reader) patternRule(pol *ir.Policy, c computedRule, path string, m lowe
 		MessageExpression: e.Message(ref, c.rule.Name, v.Message),
 		Origin:            r.origin(vp + patternField(v)),
 	}
-	if strings.Contains(v.Message, "{{") {
+	switch {
+	case messageReferences(v.Message):
+		// Kyverno substitutes references before variables, and a message's
+		// references never resolve: its message is buildErrorMessage's
+		// substitution error, followed by the pattern error's text.
+		val.MessageExpression = ""
+		val.Message = "validation error: variables substitution error in rule " + c.rule.Name
+		pol.Notes = append(pol.Notes, "validate.message has $( ) references, which Kyverno cannot resolve in a message: it reports its substitution error instead of the message, as this policy does (without Kyverno's pattern error text)")
+	case strings.Contains(v.Message, "{{"):
 		if f := r.patternMessage(&val, e, ref, c.rule.Name, v.Message, path); f != nil {
 			return f
 		}

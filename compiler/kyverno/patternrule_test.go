@@ -174,3 +174,24 @@ func TestRuleNamesBecomeObjectNames(t *testing.T) {
 	}, policyNames(set.Policies))
 	assert.Equal(t, "Pull Always_ForLatest", set.Policies[1].From.Rule)
 }
+
+// A pattern rule's message with $( ) references: Kyverno resolves them
+// against the message string itself, where no path resolves, so its
+// message is the substitution error; the decision is the pattern's.
+// References Kyverno's regex does not see ($( with a space) are text.
+func TestPatternMessageReferencesGiveKyvernosSubstitutionError(t *testing.T) {
+	src := strings.NewReplacer("ACTION", "Enforce", "EXISTING", "true", "FAILURE", "Fail",
+		"message: hostNetwork is forbidden", `message: "hostNetwork is $(./../spec/hostNetwork)"`).Replace(hostNetworkPolicy)
+	src = strings.Replace(src, "      pattern:\n        spec:\n          containers:", "      message: \"costs $( 5 )\"\n      pattern:\n        spec:\n          containers:", 1)
+	set, diags := compiler.Compile([]compiler.Source{{Name: "p.yaml", Data: []byte(src)}}, compiler.Options{})
+	require.Empty(t, diags)
+	e, err := runtime.NewEngine(set)
+	require.NoError(t, err)
+	req := runtime.RequestFor(pod(t, `{hostNetwork: true, containers: [{name: a, image: "a:latest"}]}`), nil, "default")
+	res, err := e.Admit(context.Background(), req)
+	require.NoError(t, err)
+	assert.Equal(t, []string{
+		"[host-network.no-host-network] validation error: variables substitution error in rule no-host-network",
+		"[host-network.pull-always] validation error: costs $( 5 ). rule pull-always failed at path /spec/containers/0/imagePullPolicy/",
+	}, res.Denials())
+}
