@@ -77,7 +77,7 @@ func TestForEachRefusalsNameTheConstruct(t *testing.T) {
 		"variables in a pattern": {`      foreach:
       - list: request.object.spec.containers
         pattern: {name: "{{ request.object.metadata.name }}"}
-`, `p.yaml:18:25: spec.rules[0].validate.foreach[0].pattern.name: validate.pattern construct: variables {{ }} and references $( ) in pattern values are not translated`},
+`, `p.yaml:18:25: spec.rules[0].validate.foreach[0].pattern.name: validate.pattern construct: variables {{ }} in pattern values are not translated`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -3,7 +3,9 @@
 // (pkg/engine/validate.MatchPattern) does: the same outcome (pass, fail or
 // skip) and the same failure path on every resource.
 //
-// The phases are: classify each pattern map key (anchor.go: conditional,
+// The phases are: substitute the pattern's $( ) references, which name
+// other values of the pattern itself (references.go, as Kyverno's
+// substituteReferences does before matching), classify each pattern map key (anchor.go: conditional,
 // global, equality, negation and existence anchors, and the order in which
 // Kyverno visits them), translate maps and lists into outcome expressions
 // (tree.go), and translate scalar patterns with their operators, ranges,

@@ -85,6 +85,16 @@ func Translate(p any, root string) (Expr, error) {
 }
 
 func translate(p any, root string, fp *field.Path) (Expr, error) {
+	p, err := resolveReferences(p, fp)
+	if err != nil {
+		return Expr{}, err
+	}
+	return translateResolved(p, root, fp)
+}
+
+// translateResolved translates a pattern whose $( ) references are
+// substituted.
+func translateResolved(p any, root string, fp *field.Path) (Expr, error) {
 	if err := checkVariables(p, fp); err != nil {
 		return Expr{}, err
 	}
@@ -105,9 +115,15 @@ func TranslateAny(ps []any, root string) (Expr, error) {
 	if len(ps) == 0 {
 		return Expr{Result: "'pass'", Any: true}, nil
 	}
+	// Kyverno substitutes the references of the whole anyPattern list.
+	doc, err := resolveReferences(ps, field.NewPath("anyPattern"))
+	if err != nil {
+		return Expr{}, err
+	}
+	ps = doc.([]any)
 	var rs []string
 	for i, p := range ps {
-		e, err := translate(p, root, field.NewPath("anyPattern").Index(i))
+		e, err := translateResolved(p, root, field.NewPath("anyPattern").Index(i))
 		if err != nil {
 			return Expr{}, err
 		}
@@ -122,14 +138,15 @@ func TranslateAny(ps []any, root string) (Expr, error) {
 	return Expr{Result: bind("rs", "["+strings.Join(rs, ", ")+"]", body), Any: true}, nil
 }
 
-// checkVariables refuses {{ }} variables and $( ) references: Kyverno
-// substitutes them before matching, from data the translation does not have.
+// checkVariables refuses {{ }} variables: Kyverno substitutes them before
+// matching, from data the translation does not have. ($( ) references are
+// substituted by then; a $( that Kyverno's regex does not take is text.)
 func checkVariables(p any, fp *field.Path) error {
 	switch t := p.(type) {
 	case map[string]any:
 		for k, v := range t {
 			if hasVariable(k) {
-				return errorf(fp.Child(k), "variables and references in pattern keys are not translated")
+				return errorf(fp.Child(k), "variables in pattern keys are not translated")
 			}
 			if err := checkVariables(v, fp.Child(k)); err != nil {
 				return err
@@ -143,10 +160,10 @@ func checkVariables(p any, fp *field.Path) error {
 		}
 	case string:
 		if hasVariable(t) {
-			return errorf(fp, "variables {{ }} and references $( ) in pattern values are not translated")
+			return errorf(fp, "variables {{ }} in pattern values are not translated")
 		}
 	}
 	return nil
 }
 
-func hasVariable(s string) bool { return strings.Contains(s, "{{") || strings.Contains(s, "$(") }
+func hasVariable(s string) bool { return strings.Contains(s, "{{") }

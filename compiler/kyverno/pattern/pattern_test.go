@@ -114,12 +114,15 @@ func TestMessage(t *testing.T) {
 // rendered errors.
 func TestRefused(t *testing.T) {
 	cases := map[string]struct{ pattern, want string }{
-		"variable":         {`{metadata: {name: "{{ request.object.metadata.namespace }}"}}`, `pattern.metadata.name: variables {{ }} and references $( ) in pattern values are not translated`},
-		"reference":        {`{spec: {a: "$(b)"}}`, `pattern.spec.a: variables {{ }} and references $( ) in pattern values are not translated`},
-		"add anchor":       {`{spec: {+(a): 1}}`, `pattern.spec.+(a): the add anchor +() is not allowed in validate patterns`},
-		"list of lists":    {`{a: [[1]]}`, `pattern.a[0]: a list of lists is not translated (Kyverno compares it position by position and reports a length mismatch as an engine error)`},
-		"float text":       {`{a: "1*"}`, `pattern.a: pattern "1*" could match a floating-point value written in Go's %E notation, which CEL cannot produce`},
-		"label value type": {`{metadata: {labels: {app: 1}}}`, `pattern.metadata.labels.app: a float64 value in a labels or annotations pattern: Kyverno drops non-string values there when the resource has the map`},
+		"variable":              {`{metadata: {name: "{{ request.object.metadata.namespace }}"}}`, `pattern.metadata.name: variables {{ }} in pattern values are not translated`},
+		"reference":             {`{spec: {a: "$(b)"}}`, `pattern.spec.a: the reference $(b) names no value of the pattern (/spec/a/b): Kyverno fails the rule on every resource`},
+		"reference to a map":    {`{spec: {a: "$(./../b)", b: {c: "1", d: "2"}}}`, `pattern.spec.a: the reference $(./../b) names a map of the pattern (/spec/b), whose keys Kyverno visits in random order: Kyverno fails the rule on every resource`},
+		"reference to a number": {`{spec: {a: "$(./../b)", b: 1}}`, `pattern.spec.a: the reference $(./../b) names a float64, which Kyverno does not substitute: it fails the rule on every resource`},
+		"reference in a key":    {`{spec: {"$(./a)": "1"}}`, `pattern.spec.$(./a): references $( ) in pattern keys are not translated`},
+		"add anchor":            {`{spec: {+(a): 1}}`, `pattern.spec.+(a): the add anchor +() is not allowed in validate patterns`},
+		"list of lists":         {`{a: [[1]]}`, `pattern.a[0]: a list of lists is not translated (Kyverno compares it position by position and reports a length mismatch as an engine error)`},
+		"float text":            {`{a: "1*"}`, `pattern.a: pattern "1*" could match a floating-point value written in Go's %E notation, which CEL cannot produce`},
+		"label value type":      {`{metadata: {labels: {app: 1}}}`, `pattern.metadata.labels.app: a float64 value in a labels or annotations pattern: Kyverno drops non-string values there when the resource has the map`},
 		"label wildcard in list": {`{items: [{metadata: {labels: {"app*": x}}}]}`,
 			`pattern.items[0].metadata.labels.app*: a wildcard key in a labels or annotations pattern inside a list: Kyverno rewrites the pattern for the first element and keeps the rewrite for the next`},
 		"existence of scalar": {`{^(a): x}`, `pattern.^(a): an existence anchor needs a list of maps, not string`},
