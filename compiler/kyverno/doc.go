@@ -39,14 +39,19 @@
 //     the mutate subpackage writes, the walk of Kyverno's preprocessing in
 //     the variable PatchWalkVariable, preconditions as a match condition,
 //     no DELETE; autogen nests the overlay under the pod template.
+//   - mutate.foreach rules (mutateforeach.go): one JSONPatch mutation per
+//     entry, in order, each over its list (order, the entry's
+//     preconditions, null elements skipped); package mutate writes the
+//     patches whose per-element operations are exact on the entry's object.
 //   - policies.kyverno.io ValidatingPolicy and MutatingPolicy in v1alpha1,
 //     v1beta1 and v1: one imported policy each, VAP- and MAP-shaped, plus
 //     one per autogen target group (pkg/cel/policies/*/autogen).
 //
 // A rule or policy that needs something admitc cannot evaluate offline
 // (rule and foreach context, JMESPath outside the conditions subset, {{ }}
-// variables in patterns, $( ) references in foreach messages, mutate foreach and
-// targets, generate, verifyImages, Kyverno-only CEL libraries, roles and
+// variables in patterns, $( ) references in foreach messages, nested foreach
+// mutations and mutate targets, generate, verifyImages, Kyverno-only CEL
+// libraries, roles and
 // clusterRoles) is refused with its place, the feature's name and why, and
 // the rest of the document still compiles: refusals are returned as
 // ir.Skipped, which the compiler turns into errors unless asked to keep

@@ -28,9 +28,7 @@ func mutateRefusal(m *kyvernov1.Mutation, path string) *refusal {
 		return &refusal{"mutate.targets", mp + ".targets", "mutating existing objects happens in Kyverno's background controller, not at admission"}
 	case m.MutateExistingOnPolicyUpdate != nil && *m.MutateExistingOnPolicyUpdate:
 		return &refusal{"mutateExistingOnPolicyUpdate", mp + ".mutateExistingOnPolicyUpdate", "mutating existing objects happens in Kyverno's background controller, not at admission"}
-	case len(m.ForEachMutation) > 0:
-		return &refusal{"mutate.foreach", mp + ".foreach", "foreach mutations are not translated yet (each element's patch is applied to the object the previous one returned)"}
-	case m.GetPatchStrategicMerge() == nil && m.PatchesJSON6902 == "":
+	case len(m.ForEachMutation) == 0 && m.GetPatchStrategicMerge() == nil && m.PatchesJSON6902 == "":
 		return &refusal{"mutate without a patch", mp, "the mutate block has neither patchStrategicMerge nor patchesJson6902"}
 	}
 	return nil
@@ -43,6 +41,9 @@ func (r *reader) mutateRule(pol *ir.Policy, c computedRule, path string) *refusa
 	mp := path + ".mutate"
 	pol.Kind = ir.Mutating
 	pol.ReinvocationPolicy = ir.ReinvokeNever
+	if len(m.ForEachMutation) > 0 {
+		return r.mutateForEachRule(pol, c, path)
+	}
 	if p := m.GetPatchStrategicMerge(); p != nil {
 		s, err := mutate.TranslateStrategicMerge(p)
 		if err != nil {

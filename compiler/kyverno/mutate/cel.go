@@ -114,7 +114,7 @@ func concat(lists []string) string {
 
 // value renders an overlay value as CEL: {{ }} variables as the conditions
 // translation reads them, numbers as Kyverno's JSON keeps them.
-func value(v any, path string, fresh *int) (string, error) {
+func value(v any, path string, s conditions.Scope, fresh *int) (string, error) {
 	switch x := v.(type) {
 	case nil:
 		return "null", nil
@@ -122,7 +122,7 @@ func value(v any, path string, fresh *int) (string, error) {
 		return strconv.FormatBool(x), nil
 	case string:
 		if strings.Contains(x, "{{") {
-			e, err := conditions.Value(x, conditions.Scope{}, fresh)
+			e, err := conditions.Value(x, s, fresh)
 			if err != nil {
 				return "", errorf(path, "%v", err)
 			}
@@ -141,7 +141,7 @@ func value(v any, path string, fresh *int) (string, error) {
 	case []any:
 		var out []string
 		for i, e := range x {
-			c, err := value(e, fmt.Sprintf("%s[%d]", path, i), fresh)
+			c, err := value(e, fmt.Sprintf("%s[%d]", path, i), s, fresh)
 			if err != nil {
 				return "", err
 			}
@@ -156,7 +156,7 @@ func value(v any, path string, fresh *int) (string, error) {
 		sort.Strings(keys)
 		var out []string
 		for _, k := range keys {
-			c, err := value(x[k], path+"."+k, fresh)
+			c, err := value(x[k], path+"."+k, s, fresh)
 			if err != nil {
 				return "", err
 			}

@@ -19,6 +19,10 @@
 //   - patchesJson6902 (json6902.go): RFC 6902 operations with Kyverno's
 //     options (a missing parent of add is created, a missing path of
 //     remove is ignored).
+//   - mutate.foreach entries (foreach.go): the patches above for each
+//     element of the entry's list, where the operations computed on the
+//     entry's object give the result of applying each element's patch to
+//     the object the previous one returned.
 //
 // Whatever Kyverno would do differently from the CEL is refused with an
 // *Error naming the overlay path; nothing is approximated silently.

@@ -2,6 +2,7 @@ package mutate
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -18,14 +19,25 @@ func JSON6902(doc string) (string, error) {
 	if strings.Contains(doc, "{{") || strings.Contains(doc, "$(") {
 		return "", errorf("patchesJson6902", "{{ }} variables in patchesJson6902 are substituted in the text before it is parsed; not translated")
 	}
+	return (&walker{}).jsonOps(doc, "")
+}
+
+// jsonOps translates the operations of doc; a path segment elementIndex
+// (a foreach entry's {{elementIndex}}) is the CEL int index.
+func (w *walker) jsonOps(doc, index string) (string, error) {
 	var ops []map[string]any
 	if err := yaml.Unmarshal([]byte(doc), &ops); err != nil {
 		return "", errorf("patchesJson6902", "not a list of operations: %v", err)
 	}
-	w := &walker{}
 	var out []string
 	for i, o := range ops {
-		c, err := w.jsonOp(o, fmt.Sprintf("patchesJson6902[%d]", i))
+		path := fmt.Sprintf("patchesJson6902[%d]", i)
+		if index != "" {
+			if err := elementIndexPath(o, path); err != nil {
+				return "", err
+			}
+		}
+		c, err := w.jsonOp(o, path, index)
 		if err != nil {
 			return "", err
 		}
@@ -34,26 +46,74 @@ func JSON6902(doc string) (string, error) {
 	return concat(out), nil
 }
 
-func (w *walker) jsonOp(o map[string]any, path string) (string, error) {
+// elementIndexPlaceholder stands for {{elementIndex}} in a foreach
+// entry's patchesJson6902 while it is read.
+const elementIndexPlaceholder = "__admitc_elementIndex__"
+
+var elementIndexVariable = regexp.MustCompile(`\{\{\s*elementIndex\s*\}\}`)
+
+// ForEachJSON6902 translates a foreach entry's patchesJson6902 into the
+// CEL list of JSONPatch of all its elements. Every path must hold
+// {{elementIndex}} as one segment above the last (the elements then
+// patch disjoint parts of the object); no other {{ }} variable is
+// translated (Kyverno substitutes them in the text before it is parsed).
+func ForEachJSON6902(doc string, e Elements) (string, error) {
+	doc = elementIndexVariable.ReplaceAllString(doc, elementIndexPlaceholder)
+	if strings.Contains(doc, "{{") || strings.Contains(doc, "$(") {
+		return "", errorf("patchesJson6902", "{{ }} variables other than {{elementIndex}} in a path are substituted in the text before it is parsed; not translated")
+	}
+	w := &walker{scope: e.Scope}
+	ops, err := w.jsonOps(doc, e.Index)
+	if err != nil {
+		return "", err
+	}
+	return e.each(ops), nil
+}
+
+// elementIndexPath requires the operation's path to hold the
+// {{elementIndex}} segment once, above the last.
+func elementIndexPath(o map[string]any, path string) error {
+	ptr, _ := o["path"].(string)
+	segs := strings.Split(ptr, "/")
+	n := 0
+	for i, s := range segs {
+		if s == elementIndexPlaceholder {
+			n++
+			if i == len(segs)-1 {
+				return errorf(path+".path", "{{elementIndex}} as the last segment adds or removes list elements, which moves the next elements' indexes; not translated")
+			}
+		} else if strings.Contains(s, elementIndexPlaceholder) {
+			return errorf(path+".path", "{{elementIndex}} inside a segment is not translated")
+		}
+	}
+	if n != 1 {
+		return errorf(path+".path", "a foreach entry's patchesJson6902 is translated when every path holds {{elementIndex}} once (the elements then patch disjoint parts of the object)")
+	}
+	return nil
+}
+
+func (w *walker) jsonOp(o map[string]any, path, index string) (string, error) {
 	kind, _ := o["op"].(string)
 	ptr, _ := o["path"].(string)
 	segs, err := segments(ptr, path+".path")
 	if err != nil {
 		return "", err
 	}
-	p := pointer{}
-	for _, s := range segs {
-		p = p.key(s)
+	for i, s := range segs {
+		if s == elementIndexPlaceholder {
+			segs[i] = dynamicSegment + index
+		}
 	}
+	p := segPointer(segs)
 	switch kind {
 	case "add":
-		v, err := value(o["value"], path+".value", &w.fresh)
+		v, err := w.value(o["value"], path+".value")
 		if err != nil {
 			return "", err
 		}
 		return ensureAdd(segs, v, path)
 	case "replace":
-		v, err := value(o["value"], path+".value", &w.fresh)
+		v, err := w.value(o["value"], path+".value")
 		if err != nil {
 			return "", err
 		}
@@ -90,8 +150,28 @@ func isIndex(s string) bool {
 	return err == nil
 }
 
+// dynamicSegment prefixes a segment that is a CEL int expression.
+const dynamicSegment = "\x00"
+
+func dynamic(s string) (string, bool) { return strings.CutPrefix(s, dynamicSegment) }
+
+func segPointer(segs []string) pointer {
+	p := pointer{}
+	for _, s := range segs {
+		if i, ok := dynamic(s); ok {
+			p = p.index(i)
+			continue
+		}
+		p = p.key(s)
+	}
+	return p
+}
+
 // step is the CEL of the value under segment s of v.
 func step(v, s string) string {
+	if i, ok := dynamic(s); ok {
+		return v + "[" + i + "]"
+	}
 	if isIndex(s) {
 		return v + "[" + s + "]"
 	}
@@ -100,6 +180,9 @@ func step(v, s string) string {
 
 // has is the CEL saying the container v holds segment s.
 func has(v, s string) string {
+	if i, ok := dynamic(s); ok {
+		return "(type(" + v + ") == list && " + i + " < size(" + v + "))"
+	}
 	if isIndex(s) {
 		return "(type(" + v + ") == list && " + s + " < size(" + v + "))"
 	}
@@ -137,7 +220,10 @@ func ensureAdd(segs []string, v, path string) (string, error) {
 		val := v
 		for j := n - 1; j > k; j-- {
 			next := segs[j]
+			i, dyn := dynamic(next)
 			switch {
+			case dyn:
+				val = "lists.range(" + i + ").map(x, dyn(null)) + [dyn(" + val + ")]"
 			case next == "-":
 				val = "[" + val + "]"
 			case isIndex(next):
@@ -147,11 +233,7 @@ func ensureAdd(segs []string, v, path string) (string, error) {
 				val = "{" + quote(next) + ": " + val + "}"
 			}
 		}
-		p := pointer{}
-		for _, s := range segs[:k+1] {
-			p = p.key(s)
-		}
-		o := op("add", p, val)
+		o := op("add", segPointer(segs[:k+1]), val)
 		if out == "" {
 			out = o
 			continue

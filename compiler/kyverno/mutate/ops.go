@@ -97,7 +97,7 @@ func (w *walker) fieldOps(f *field, a at, p pointer, st addState) (string, error
 	case f.list != nil:
 		return w.listOps(f.list, c, cp)
 	}
-	v, err := value(f.value, f.path, &w.fresh)
+	v, err := w.value(f.value, f.path)
 	if err != nil {
 		return "", err
 	}
@@ -221,7 +221,7 @@ func (w *walker) cleanedField(f *field, st addState) (string, bool, error) {
 		}
 		return "[" + strings.Join(els, ", ") + "]", false, nil
 	}
-	v, err := value(f.value, f.path, &w.fresh)
+	v, err := w.value(f.value, f.path)
 	return v, false, err
 }
 
@@ -277,7 +277,8 @@ func (w *walker) listMerge(l *listNode, list string, p pointer) (string, error) 
 		ops = append(ops, o)
 		names = append(names, n)
 	}
-	ops = append(ops, w.reorder(a.value, concat(names), "{"+strings.Join(news, ", ")+"}", p))
+	newsMap := "{" + strings.Join(news, ", ") + "}"
+	ops = append(ops, w.reorder(a.value, concat(names), func(name string) string { return newsMap + "[" + name + "]" }, p))
 	return bind(list, value, concat(ops)), nil
 }
 
@@ -286,8 +287,8 @@ func (w *walker) listMerge(l *listNode, list string, p pointer) (string, error) 
 // elements, then each element a conditional element applied to), new
 // ones added there, then the object's other elements in their order. The
 // elements are moved one by one to their place; the object's list before
-// the moves is list.
-func (w *walker) reorder(list, patchNames, news string, p pointer) string {
+// the moves is list; news is the CEL of the element a name adds.
+func (w *walker) reorder(list, patchNames string, news func(name string) string, p pointer) string {
 	all, order, k, j, q := w.name("all"), w.name("order"), w.name("k"), w.name("j"), w.name("q")
 	names := "lists.range(size(" + list + ")).map(" + j + ", type(" + list + "[" + j + "]) == map && 'name' in " + list + "[" + j + "] ? " + list + "[" + j + "].name : null)"
 	distinct := "lists.range(size(" + all + ")).filter(" + j + ", !(" + all + "[" + j + "] in lists.range(" + j + ").map(" + q + ", " + all + "[" + q + "]))).map(" + j + ", " + all + "[" + j + "])"
@@ -297,7 +298,7 @@ func (w *walker) reorder(list, patchNames, news string, p pointer) string {
 	// others keep their order.
 	from := k + " + lists.range(" + at + ").filter(" + j + ", !(" + had + "[" + j + "] in lists.range(" + k + ").map(" + q + ", " + order + "[" + q + "])) ).size()"
 	move := "[JSONPatch{op: 'move', from: " + p.index(from).cel() + ", path: " + p.index(k).cel() + "}]"
-	add := "[JSONPatch{op: 'add', path: " + p.index(k).cel() + ", value: " + news + "[" + nm + "]}]"
+	add := "[JSONPatch{op: 'add', path: " + p.index(k).cel() + ", value: " + news(nm) + "}]"
 	body := "lists.range(size(" + order + ")).map(" + k + ", " + nm + " in " + had + " ? " + move + " : " + add + ").flatten()"
 	return bind(had, names, bind(all, patchNames, bind(order, distinct, body)))
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/admitc/admitc/compiler/kyverno/conditions"
 )
 
 // keyKind is what a key of an overlay map is to Kyverno's preprocessing.
@@ -68,6 +70,11 @@ func parseKey(raw string) (keyKind, string, bool) {
 // Kyverno's preprocessing keeps state across the object's elements.
 type reader struct {
 	inElement bool
+	// scope is where {{ }} variables are read: a foreach element's.
+	scope conditions.Scope
+	// dynamicNames accepts a list element named by a {{ }} variable
+	// (a foreach entry's patch, for one element).
+	dynamicNames bool
 }
 
 // readMap reads the overlay map m at path; objPath is its place in the
@@ -141,7 +148,7 @@ func (r *reader) readField(f *field, v any, objPath string) error {
 		}
 		f.list = l
 	default:
-		if err := scalarCheck(v, f.path); err != nil {
+		if err := r.scalarCheck(v, f.path); err != nil {
 			return err
 		}
 		f.value = v
@@ -149,8 +156,8 @@ func (r *reader) readField(f *field, v any, objPath string) error {
 	return nil
 }
 
-func scalarCheck(v any, path string) error {
-	_, err := value(v, path, new(int))
+func (r *reader) scalarCheck(v any, path string) error {
+	_, err := value(v, path, r.scope, new(int))
 	return err
 }
 
@@ -170,7 +177,7 @@ func readCondition(f *field, v any) error {
 			return errorf(f.path, "{{ }} variables and $( ) references in a condition are not translated")
 		}
 	case float64:
-		if _, err := value(x, f.path, new(int)); err != nil {
+		if _, err := value(x, f.path, conditions.Scope{}, new(int)); err != nil {
 			return err
 		}
 	}
@@ -186,7 +193,7 @@ func (r *reader) readList(items []any, path string) (*listNode, error) {
 		if !ok {
 			return nil, errorf(ep, "a list element that is not a map is not translated")
 		}
-		er := &reader{inElement: true}
+		er := &reader{inElement: true, scope: r.scope, dynamicNames: r.dynamicNames}
 		n, err := er.readMap(m, ep, "")
 		if err != nil {
 			return nil, err
@@ -201,7 +208,7 @@ func (r *reader) readList(items []any, path string) (*listNode, error) {
 			l.conditional = append(l.conditional, n)
 		default:
 			name, ok := m["name"].(string)
-			if !ok || strings.Contains(name, "{{") {
+			if !ok || strings.Contains(name, "{{") && !r.dynamicNames {
 				return nil, errorf(ep, "an element without anchors needs a literal name, the key kustomize merges it by")
 			}
 			l.plain = append(l.plain, n)

@@ -3,6 +3,7 @@ package mutate
 import (
 	"strings"
 
+	"github.com/admitc/admitc/compiler/kyverno/conditions"
 	"github.com/admitc/admitc/compiler/kyverno/pattern"
 )
 
@@ -13,7 +14,13 @@ import (
 // else than a list where the overlay has one), which fails the rule.
 
 // walker writes the CEL of the walk; fresh numbers bound names.
-type walker struct{ fresh int }
+type walker struct {
+	fresh int
+	// scope is where {{ }} variables of the patch are read.
+	scope conditions.Scope
+}
+
+func (w *walker) value(v any, path string) (string, error) { return value(v, path, w.scope, &w.fresh) }
 
 func (w *walker) name(prefix string) string {
 	w.fresh++
@@ -127,7 +134,7 @@ func scalarText(v any) string {
 		}
 		return "false"
 	case float64:
-		s, _ := value(x, "", new(int))
+		s, _ := value(x, "", conditions.Scope{}, new(int))
 		return s
 	}
 	return ""
