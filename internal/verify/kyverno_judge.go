@@ -229,6 +229,9 @@ func (s *kyvernoSuite) response(run *evaluationRun, p *ir.Policy) (ruleResponse,
 			return rr, false
 		}
 		rr.status, rr.message = statusSkip, "celPreconditions or matchConditions not met"
+		if failed, why := preconditionsFailed(run, p); failed {
+			rr.status, rr.message = statusError, "failed to evaluate preconditions: "+why
+		}
 	case runtime.Unchanged:
 		rr.status = statusPass
 		if p.From != nil && p.From.Rule != "" {
@@ -286,6 +289,20 @@ func isPatternRule(p *ir.Policy) bool {
 		}
 	}
 	return false
+}
+
+// preconditionsFailed says whether the match conditions of p, a rule with
+// failurePolicy Ignore, failed to evaluate (Kyverno's rule error), and why.
+func preconditionsFailed(run *evaluationRun, p *ir.Policy) (bool, string) {
+	if run.preconditionProbed == nil || p.FailurePolicy != ir.Ignore {
+		return false, ""
+	}
+	for _, v := range run.preconditionProbed.Violations {
+		if v.Policy == p.Name && v.Error {
+			return true, v.Message
+		}
+	}
+	return false, ""
 }
 
 func (s *kyvernoSuite) probeMatched(run *evaluationRun, p *ir.Policy) bool {

@@ -26,12 +26,17 @@ type kyvernoSuite struct {
 	engine *runtime.Engine
 	// probe judges only the generated kyverno-match conditions, to tell a
 	// rule that does not match from one its celPreconditions skip.
-	probe     *runtime.Engine
-	mutating  bool
-	resources []*unstructured.Unstructured
-	params    []*unstructured.Unstructured
-	values    *valuesSpec
-	user      user.Info
+	probe *runtime.Engine
+	// preconditionProbe evaluates the match conditions of the rules whose
+	// failurePolicy is Ignore with failurePolicy Fail: a precondition
+	// Kyverno fails to evaluate is that rule's error, which Ignore hides
+	// from the engine's result.
+	preconditionProbe *runtime.Engine
+	mutating          bool
+	resources         []*unstructured.Unstructured
+	params            []*unstructured.Unstructured
+	values            *valuesSpec
+	user              user.Info
 	// runs caches each resource's evaluation per operation.
 	runs map[string]*evaluationRun
 }
@@ -122,7 +127,31 @@ func (s *kyvernoSuite) compile(policies []string) error {
 			return err
 		}
 	}
+	if probe := preconditionProbeSet(set); len(probe.Policies) > 0 {
+		if s.preconditionProbe, err = runtime.NewEngine(probe); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// preconditionProbeSet holds, for each validating rule with failurePolicy
+// Ignore and match conditions, a policy with those conditions, failurePolicy
+// Fail, that always passes.
+func preconditionProbeSet(set *ir.PolicySet) *ir.PolicySet {
+	out := &ir.PolicySet{Version: set.Version}
+	for _, p := range set.Policies {
+		if p.Kind != ir.Validating || p.FailurePolicy != ir.Ignore || len(p.MatchConditions) == 0 || p.From == nil || p.From.Rule == "" || len(p.Bindings) == 0 {
+			continue
+		}
+		q := p
+		q.FailurePolicy = ir.Fail
+		q.Variables, q.AuditAnnotations, q.ParamKind = nil, nil, nil
+		q.Validations = []ir.Validation{{Expression: "true", Origin: p.Origin}}
+		q.Bindings = []ir.Binding{{Name: p.Bindings[0].Name, Origin: p.Origin, Actions: []ir.Action{ir.Deny}}}
+		out.Policies = append(out.Policies, q)
+	}
+	return out
 }
 
 // probeSet holds, for each rule with a generated kyverno-match condition,
@@ -313,7 +342,7 @@ func (s *kyvernoSuite) namespaceLabels(ns string) map[string]string {
 // ValidatingPolicies on the object after MutatingPolicies (Kyverno's CLI
 // order), the mutations, and the probe.
 type evaluationRun struct {
-	validated, mutatedValidated, mutated, probed *runtime.Result
+	validated, mutatedValidated, mutated, probed, preconditionProbed *runtime.Result
 }
 
 func (s *kyvernoSuite) run(ctx context.Context, o *unstructured.Unstructured, op ir.Operation) (*evaluationRun, error) {
@@ -340,6 +369,11 @@ func (s *kyvernoSuite) run(ctx context.Context, o *unstructured.Unstructured, op
 	}
 	if s.probe != nil {
 		if r.probed, err = s.probe.Validate(ctx, req); err != nil {
+			return nil, err
+		}
+	}
+	if s.preconditionProbe != nil {
+		if r.preconditionProbed, err = s.preconditionProbe.Validate(ctx, req); err != nil {
 			return nil, err
 		}
 	}

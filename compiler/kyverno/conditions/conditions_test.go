@@ -1,6 +1,7 @@
 package conditions
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,8 +13,8 @@ import (
 // operator code decides (read from pkg/engine/variables/operator), or the
 // error Kyverno reports as a rule error.
 func TestConditionsDecideAsKyvernosOperators(t *testing.T) {
-	obj := `{metadata: {name: web, namespace: apps, labels: {tier: frontend}}, spec: {replicas: 3, type: NodePort, storage: 11Gi, timeout: 90s, version: 1.2.3, nil: null,
-	  containers: [{name: a, image: "nginx:latest"}, {name: b, image: "ghcr.io/acme/b:1.0"}]}}`
+	obj := `{apiVersion: v1, kind: Pod, metadata: {name: web, namespace: apps, labels: {tier: frontend}}, spec: {replicas: 3, type: NodePort, storage: 11Gi, timeout: 90s, version: 1.2.3, nil: null,
+	  containers: [{name: a, image: "nginx:latest", args: ["--debug"]}, {name: b, image: "ghcr.io/acme/b:1.0"}]}}`
 	cases := map[string]struct {
 		cond string
 		want any // bool, or "error"
@@ -50,10 +51,23 @@ func TestConditionsDecideAsKyvernosOperators(t *testing.T) {
 		"any and all both hold":       {`{any: [{key: a, operator: Equals, value: b}], all: [{key: a, operator: Equals, value: a}]}`, false},
 		"length of null is an error":  {`{any: [{key: "{{length(request.object.spec.missing)}}", operator: Equals, value: 0}]}`, "error"},
 		"operation":                   {`{any: [{key: "{{request.operation}}", operator: AnyIn, value: [CREATE, UPDATE]}]}`, true},
+		// A sub-expression whose left side is a missing key returns the
+		// fork's Unknown key error without calling the function; a filter
+		// or projection swallows it.
+		"function after a missing key in a filter":     {`{any: [{key: "{{request.object.spec.containers[?args.contains(@, '--debug')].name}}", operator: Equals, value: [a]}]}`, true},
+		"function after a missing key in a projection": {`{any: [{key: "{{request.object.spec.containers[].args.contains(@, '--debug')}}", operator: Equals, value: [true]}]}`, true},
+		"function on a missing key as argument":        {`{any: [{key: "{{request.object.spec.containers[?contains(args, '--debug')].name}}", operator: Equals, value: [a]}]}`, "error"},
+		// The fork binds ! tighter than .: !a.b is (!a).b, null.
+		"not binds tighter than a field":        {`{any: [{key: "{{length(request.object.spec.containers[?!args.x])}}", operator: Equals, value: 0}]}`, true},
+		"images registry":                       {`{any: [{key: "{{images.containers.*.registry}}", operator: AllIn, value: [docker.io, ghcr.io]}]}`, true},
+		"images tag through a nested variable":  {`{any: [{key: "{{images.containers.\"{{request.object.spec.containers[0].name}}\".tag}}", operator: Equals, value: latest}]}`, true},
+		"images bare nested field name":         {`{any: [{key: "{{images.containers.{{request.object.spec.containers[1].name}}.path}}", operator: Equals, value: acme/b}]}`, true},
+		"images list without images is unknown": {`{any: [{key: "{{images.initContainers}}", operator: Equals, value: x}]}`, "error"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			out, err := evalCEL(t, conditionsOf(t, c.cond), obj, "CREATE")
+			expr := strings.ReplaceAll(conditionsOf(t, c.cond), ImagesReference, "("+ImagesExpression()+")")
+			out, err := evalCEL(t, expr, obj, "CREATE")
 			if c.want == "error" {
 				assert.Error(t, err)
 				return

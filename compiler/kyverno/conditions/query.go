@@ -104,9 +104,18 @@ func (t *translator) node(n gojmespath.ASTNode, cur value, strict bool) (value, 
 	case gojmespath.ASTField:
 		return t.field(cur, n.Value.(string), strict)
 	case gojmespath.ASTSubexpression, gojmespath.ASTIndexExpression:
+		if !strict && n.Children[1].NodeType == gojmespath.ASTFunctionExpression {
+			return t.functionAfter(n.Children[0], n.Children[1], cur)
+		}
 		left, err := t.node(n.Children[0], cur, strict)
 		if err != nil {
 			return value{}, err
+		}
+		switch n.Children[0].NodeType {
+		case gojmespath.ASTNotExpression, gojmespath.ASTComparator, gojmespath.ASTLiteral:
+			// A boolean or literal on the left ((!a).b, as the fork's binding
+			// powers read !a.b): CEL needs it as dyn to select from it.
+			left.cel = "dyn(" + left.cel + ")"
 		}
 		if !t.scope.Capture || !strict || left.pseudo != "" {
 			return t.node(n.Children[1], left, strict)
@@ -185,6 +194,29 @@ func (t *translator) compound(n gojmespath.ASTNode, cur value, strict bool) (str
 		return t.multiSelectList(n, cur)
 	}
 	return "", t.refuse("%s is not in the subset admitc translates", nodeName(n))
+}
+
+// functionAfter lowers a sub-expression whose right side is a function
+// (args.contains(@, 'x')) where Kyverno swallows a missing key: the fork's
+// sub-expression returns the left side's "Unknown key" error without
+// calling the function, and the error then becomes null; a left side that
+// is present (null included) is passed to the function.
+func (t *translator) functionAfter(leftNode, fn gojmespath.ASTNode, cur value) (value, error) {
+	captured := *t
+	captured.scope.Capture = true
+	left, err := captured.node(leftNode, cur, true)
+	if err != nil {
+		return value{}, err
+	}
+	if left.pseudo != "" {
+		return t.node(fn, left, false)
+	}
+	l := t.name()
+	right, err := t.concrete(fn, value{cel: l}, false)
+	if err != nil {
+		return value{}, err
+	}
+	return value{cel: bind(l, "dyn("+left.cel+")", IsUnknownKey(l)+" ? null : dyn("+right+")")}, nil
 }
 
 // concrete lowers n and requires a CEL value.
