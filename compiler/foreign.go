@@ -113,23 +113,47 @@ func (r *reader) compileForeign(f *foreignWork, names map[string]ir.Origin) []ir
 	broken := map[string]bool{}
 	for i, p := range f.policies {
 		c := f.checks[i]
+		before := len(r.diags)
 		if p.From != nil && p.From.AutogenOf != "" {
 			r.claimName(p.Name, p.Origin, p.From.AutogenOf, names)
 			if !broken[p.From.AutogenOf] {
 				r.takeGenerated(c)
 			}
+			if r.refuseUncheckedTranslation(f, p, before) {
+				continue
+			}
 			out = append(out, *p)
 			continue
 		}
 		r.claimName(p.Name, p.Origin, "", names)
-		before := len(r.diags)
 		r.takeCheck(c)
 		if len(r.diags) != before && p.From != nil {
 			broken[sourceName(p.From)] = true
 		}
+		if r.refuseUncheckedTranslation(f, p, before) {
+			continue
+		}
 		out = append(out, *p)
 	}
 	return out
+}
+
+// refuseUncheckedTranslation turns the type-checking errors (the
+// diagnostics after before) of a policy admitc translated from a Kyverno
+// rule's pattern, deny, foreach or mutate into a refusal of that rule: a
+// bug in admitc's translation, reported with its reason, must not cost the
+// file's other rules (they still compile with --keep-going).
+func (r *reader) refuseUncheckedTranslation(f *foreignWork, p *ir.Policy, before int) bool {
+	if len(r.diags) == before || p.From == nil || !kyverno.Translated(p) {
+		return false
+	}
+	why := r.diags[before].Message
+	r.diags = r.diags[:before]
+	f.skipped = append(f.skipped, ir.Skipped{
+		Origin: p.Origin, From: *p.From, Feature: "translation",
+		Reason: "admitc's CEL for this rule does not compile for this Kubernetes version (it needs a newer CEL library there; on a current version it is a bug in admitc's translation: please report it with the rule): " + why,
+	})
+	return true
 }
 
 // sourceName is what an autogen policy's AutogenOf names its source by:

@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/admitc/admitc/ir"
 )
@@ -225,4 +226,54 @@ spec:
 	assert.Equal(t, "kyverno-match", p.MatchConditions[0].Name)
 	assert.Contains(t, p.MatchConditions[0].Expression, `request.kind.kind != "Namespace"`)
 	assert.Contains(t, p.MatchConditions[0].Expression, `&& !((((has(request.userInfo.groups) ? request.userInfo.groups : []).exists(g, g == "admins"))))`)
+}
+
+// A translated rule whose CEL does not type-check (here: the images
+// variable and the pattern's list walks need CEL libraries Kubernetes 1.31
+// lacks) is a refusal of that rule, not an error that costs the file's
+// other rules.
+func TestTranslationThatDoesNotCompileIsARefusal(t *testing.T) {
+	src := `apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: mixed
+spec:
+  rules:
+  - name: images
+    match: {any: [{resources: {kinds: [Service]}}]}
+    validate:
+      failureAction: Enforce
+      deny:
+        conditions:
+          any:
+          - key: "{{ images.containers.*.tag }}"
+            operator: AnyIn
+            value: [latest]
+  - name: namespace
+    match: {any: [{resources: {kinds: [Service]}}]}
+    validate:
+      failureAction: Enforce
+      deny:
+        conditions:
+          any:
+          - key: "{{ request.namespace }}"
+            operator: Equals
+            value: default
+`
+	old := version.MajorMinor(1, 31)
+	_, diags := Compile([]Source{{Name: "p.yaml", Data: []byte(src)}}, Options{KubeVersion: old})
+	require.Len(t, diags, 1)
+	assert.Contains(t, diags[0].String(), `p.yaml:7:5: spec.rules[0]: translation: admitc's CEL for this rule does not compile for this Kubernetes version`)
+	assert.Contains(t, diags[0].String(), `(ClusterPolicy "mixed" rule "images")`)
+	assert.Contains(t, diags[0].String(), "admitc compile --keep-going emits the rest")
+
+	set, diags := Compile([]Source{{Name: "p.yaml", Data: []byte(src)}}, Options{KubeVersion: old, KeepGoing: true})
+	require.Empty(t, diags)
+	assert.Equal(t, []string{"mixed.namespace"}, names(set))
+	require.Len(t, set.Skipped, 1)
+	assert.Equal(t, "images", set.Skipped[0].From.Rule)
+
+	set, diags = Compile([]Source{{Name: "p.yaml", Data: []byte(src)}}, Options{})
+	require.Empty(t, diags)
+	assert.Equal(t, []string{"mixed.images", "mixed.namespace"}, names(set))
 }

@@ -82,9 +82,8 @@ var oldObjectScope = conditions.Scope{Object: "oldObject", OldObject: "null", Op
 
 // denyConditions translates the deny block's any/all conditions.
 func (r *reader) denyConditions(d *kyvernov1.Deny, vp string, s conditions.Scope) (string, *refusal) {
-	if d.RawAnyAllConditions == nil {
-		return "", &refusal{"validate.deny", vp, "a deny block without conditions"}
-	}
+	// A deny block without conditions always denies (Kyverno evaluates an
+	// empty any/all block as true).
 	return r.translateConditions(d.GetAnyAllConditions(), "validate.deny", vp+".conditions", s)
 }
 

@@ -303,10 +303,7 @@ func (l *foreachLowering) check(fe *kyvernov1.ForEachValidation, path string, ct
 func (l *foreachLowering) deny(d *kyvernov1.Deny, vp string, ctx loopContext) (string, bool, *refusal) {
 	fresh := l.fresh
 	defer func() { l.fresh = fresh }()
-	if d.RawAnyAllConditions == nil {
-		return "", false, &refusal{"validate.deny", vp, "a deny block without conditions"}
-	}
-	conds, err := conditions.Decode(d.RawAnyAllConditions)
+	conds, err := conditions.Decode(d.GetAnyAllConditions())
 	if err != nil {
 		return "", false, l.r.conditionRefusal("validate.deny", vp+".conditions", err)
 	}

@@ -44,14 +44,16 @@ func Read(doc *source.Doc) (*Result, diag.Diagnostics) {
 	gv, err := schema.ParseGroupVersion(doc.Field("apiVersion"))
 	r := &reader{doc: doc, apiVersion: doc.Field("apiVersion"), kind: doc.Field("kind")}
 	switch {
-	case err == nil && gv.Group == Group && gv.Version == "v1" && (r.kind == "ClusterPolicy" || r.kind == "Policy"):
+	case err == nil && gv.Group == Group && (gv.Version == "v1" || gv.Version == "v2beta1") && (r.kind == "ClusterPolicy" || r.kind == "Policy"):
+		// kyverno.io/v2beta1 (deprecated) holds the same fields; Kyverno's
+		// CLI reads it into the v1 types too (policy/load.go).
 		r.clusterPolicy()
 	case err == nil && gv.Group == PoliciesGroup && knownVersion(gv.Version) && (r.kind == "ValidatingPolicy" || r.kind == "NamespacedValidatingPolicy"):
 		r.validatingPolicy()
 	case err == nil && gv.Group == PoliciesGroup && knownVersion(gv.Version) && r.kind == "MutatingPolicy":
 		r.mutatingPolicy()
 	default:
-		r.errorf("kind", "admitc reads %s/v1 ClusterPolicy and Policy, and %s ValidatingPolicy, NamespacedValidatingPolicy and MutatingPolicy in v1alpha1, v1beta1 and v1; not %s %s",
+		r.errorf("kind", "admitc reads %s/v1 (and v2beta1) ClusterPolicy and Policy, and %s ValidatingPolicy, NamespacedValidatingPolicy and MutatingPolicy in v1alpha1, v1beta1 and v1; not %s %s",
 			Group, PoliciesGroup, r.apiVersion, r.kind)
 	}
 	if len(r.diags) > 0 {

@@ -59,8 +59,25 @@ func Conditions(c kyvernov1.AnyAllConditions, s Scope, fresh *int) (string, erro
 // (decoded JSON); the older list form is refused.
 func Decode(raw any) (kyvernov1.AnyAllConditions, error) {
 	var c kyvernov1.AnyAllConditions
-	if _, ok := raw.([]any); ok {
-		return c, &Error{Reason: "the list form of conditions (before any/all) is not translated"}
+	switch t := raw.(type) {
+	case nil:
+		// No conditions: Kyverno's TransformConditions gives an empty
+		// any/all block, which holds.
+		return c, nil
+	case []kyvernov1.Condition:
+		// The list form before any/all: Kyverno's evaluateOldConditions
+		// evaluates it in order as all does.
+		c.AllConditions = t
+		return c, nil
+	case []any:
+		data, err := json.Marshal(t)
+		if err == nil {
+			err = json.Unmarshal(data, &c.AllConditions)
+		}
+		if err != nil {
+			return c, &Error{Reason: err.Error()}
+		}
+		return c, nil
 	}
 	data, err := json.Marshal(raw)
 	if err == nil {
