@@ -301,6 +301,9 @@ func (t *translator) dynamicField(cur value, key string, strict bool) (value, er
 	lookup := "type(" + v + ") == map ? (" + k + " in " + v + " ? " + v + "[" + k + "] : null) : null"
 	if strict {
 		missing := raise("Unknown key in path")
+		if t.scope.Capture {
+			missing = UnknownKey
+		}
 		lookup = "type(" + v + ") == map ? (" + k + " in " + v + " ? " + v + "[" + k + "] : " + missing + ") : null"
 	}
 	body := "!(" + valid + ") ? " + raise("the substituted query does not parse") + " : " + lookup

@@ -170,9 +170,6 @@ func nestedVariables(x string, locs [][]int) (string, map[string]string) {
 // bare one, which must then lex as an identifier) and in the text around
 // them.
 func nestedText(outer string, inner map[string]string, s Scope, fresh *int, whole bool) (string, error) {
-	if s.Capture {
-		return "", fmt.Errorf("nested {{ }} variables in a foreach list or a foreach precondition are not translated")
-	}
 	keys := make([]string, 0, len(inner))
 	for k := range inner {
 		keys = append(keys, k)
@@ -241,6 +238,11 @@ func nestedText(outer string, inner map[string]string, s Scope, fresh *int, whol
 	out := parts[0]
 	if len(parts) > 1 || !(whole && len(locs) == 1 && locs[0][4] == 0 && locs[0][5] == len(outer)) {
 		out = "(" + strings.Join(parts, " + ") + ")"
+	}
+	if s.Capture {
+		// An inner variable Kyverno cannot resolve makes the whole text
+		// UnknownKey, as in text.
+		out = "[" + strings.Join(binds, ", ") + "].exists(x, " + IsUnknownKey("x") + ") ? " + UnknownKey + " : dyn(" + out + ")"
 	}
 	for i := len(binds) - 1; i >= 0; i-- {
 		out = "[" + values[i] + "].map(" + binds[i] + ", " + out + ")[0]"
