@@ -59,13 +59,17 @@ func identByte(s string, i int) bool {
 
 // inString says whether position i of the CEL text s is inside a
 // single-quoted string literal.
-func inString(s string, i int) bool {
+func inString(s string, i int) bool { return insideQuotes(s, i, '\'') }
+
+// insideQuotes says whether position i of s is between quote characters q,
+// a backslash escaping the character after it inside them.
+func insideQuotes(s string, i int, q byte) bool {
 	in := false
 	for j := 0; j < i; j++ {
 		switch {
 		case in && s[j] == '\\':
 			j++
-		case s[j] == '\'':
+		case s[j] == q:
 			in = !in
 		}
 	}

@@ -272,15 +272,4 @@ func queryWithKeys(q string, s Scope, fresh *int, texts map[string]string) (stri
 
 // quotedAt says whether position i of the JMESPath text q is inside a
 // double-quoted identifier.
-func quotedAt(q string, i int) bool {
-	in := false
-	for j := 0; j < i; j++ {
-		switch {
-		case in && q[j] == '\\':
-			j++
-		case q[j] == '"':
-			in = !in
-		}
-	}
-	return in
-}
+func quotedAt(q string, i int) bool { return insideQuotes(q, i, '"') }
