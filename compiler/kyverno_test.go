@@ -199,6 +199,7 @@ kind: ClusterPolicy
 metadata:
   name: p
 spec:
+  background: false
   rules:
   - name: r
     match:
