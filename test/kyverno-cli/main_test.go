@@ -127,13 +127,37 @@ func TestCompare(t *testing.T) {
 func TestReadExpectations(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "expectations.txt")
-	require.NoError(t, os.WriteFile(file, []byte("# comment\n\na/b/  fail  plants a wrong result\nc skip needs a cluster\n"), 0o644))
+	require.NoError(t, os.WriteFile(file, []byte("# comment\n\na/b/  fail  plants a wrong result\nc skip needs a cluster\n"+
+		"d known pol rule Pod/default/x no request\n"), 0o644))
 	exp, err := readExpectations(file)
 	require.NoError(t, err)
-	assert.Equal(t, expectations{"a/b": {expectFail, "plants a wrong result"}, "c": {expectSkip, "needs a cluster"}}, exp)
+	assert.Equal(t, expectations{
+		"a/b": {Verdict: expectFail, Reason: "plants a wrong result"},
+		"c":   {Verdict: expectSkip, Reason: "needs a cluster"},
+		"d":   {Known: []knownResult{{Policy: "pol", Rule: "rule", Resource: "Pod/default/x", Reason: "no request"}}},
+	}, exp)
+	assert.Equal(t, expectPass, exp["d"].verdict())
 	assert.EqualError(t, exp.allUsed([]string{"a/b", "d"}), "the expectations file lists directories that are not fixtures: c")
+	assert.NotNil(t, exp["d"].known(cliRow{Policy: "pol", Rule: "rule", Resource: "v1/Pod/default/x"}))
+	assert.Nil(t, exp["d"].known(cliRow{Policy: "pol", Rule: "other", Resource: "v1/Pod/default/x"}))
 
 	require.NoError(t, os.WriteFile(file, []byte("a pass because\n"), 0o644))
 	_, err = readExpectations(file)
-	assert.EqualError(t, err, file+`:1: want DIR fail|skip REASON, got "a pass because"`)
+	assert.EqualError(t, err, file+`:1: want DIR fail|skip REASON (once per DIR) or DIR known POLICY RULE RESOURCE REASON, got "a pass because"`)
+}
+
+// A known row neither fails the directory nor enters the comparison; the
+// rest of its resource's rows still do.
+func TestWithoutKnown(t *testing.T) {
+	exp := expectation{Known: []knownResult{{Policy: "p", Rule: "names", Resource: "Pod/default/app", Reason: "no request"}}}
+	res := dirResult{CLI: cliRun{Summarised: true, Passed: 1, Failed: 2, Rows: []cliRow{
+		{Policy: "p", Rule: "names", Resource: "v1/Pod/default/app", Result: "Fail", Message: "got error"},
+		{Policy: "p", Rule: "order", Resource: "v1/Pod/default/app", Result: "Pass"},
+		{Policy: "p", Rule: "order", Resource: "v1/Pod/default/good", Result: "Fail"},
+	}}}
+	judged := exp.withoutKnown(&res)
+	assert.Equal(t, 1, judged.Failed)
+	assert.Len(t, judged.Rows, 2)
+	assert.Equal(t, []string{"p names Pod/default/app: kyverno Fail (got error): no request"}, res.Known)
+	assert.Equal(t, "the CLI failed 1 of 2 result(s)", cliProblem(expectPass, judged, nil, nil))
 }
