@@ -72,6 +72,11 @@ func TestParseCLI(t *testing.T) {
 	assert.True(t, run.Rows[1].failed())
 	assert.Equal(t, resultKey{Policy: "require-labels", Resource: "Deployment/team-a/web"}, run.Rows[1].key())
 	assert.Equal(t, resultKey{Policy: "ns-policy", Resource: "Namespace/prod"}, run.Rows[2].key())
+	// A policy the CLI skips as invalid counts as passed in its summary and
+	// exit code; its rows are no verdict, so they count as failures here.
+	assert.True(t, cliRow{Result: "Skip", Reason: "Invalid Policy"}.failed())
+	assert.Equal(t, map[resultKey]verdict{{Policy: "p", Resource: "Pod/default/x"}: "fail"},
+		cliVerdicts([]cliRow{{Policy: "p", Resource: "v1/Pod/default/x", Result: "Pass"}, {Policy: "p", Resource: "v1/Pod/default/x", Result: "Skip"}}))
 }
 
 func TestParseCLIStoppedEarly(t *testing.T) {
