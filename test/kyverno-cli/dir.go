@@ -107,16 +107,24 @@ func checkDir(cfg config, dir string, exp expectation) dirResult {
 	return res
 }
 
-// cliProblem judges the CLI's run against the directory's expectation.
+// cliProblem judges the CLI's run against the directory's expectation. A
+// row is judged by its result: the CLI's summary and exit code count a
+// policy it skips as invalid ("Skip", "Invalid Policy") as passed.
 func cliProblem(expect string, cli cliRun, runErr error, out []byte) string {
+	failed := 0
+	for _, r := range cli.Rows {
+		if r.failed() {
+			failed++
+		}
+	}
 	switch {
 	case !cli.Summarised:
 		return fmt.Sprintf("the CLI stopped before judging (%v): %s", runErr, lastLines(out, 3))
 	case len(cli.Rows) == 0:
 		return "the CLI judged no result"
-	case expect == expectPass && (cli.Failed > 0 || runErr != nil):
-		return fmt.Sprintf("the CLI failed %d of %d result(s)", cli.Failed, cli.Passed+cli.Failed)
-	case expect == expectFail && cli.Failed == 0:
+	case expect == expectPass && (failed > 0 || runErr != nil):
+		return fmt.Sprintf("the CLI failed or skipped %d of %d result(s)", failed, len(cli.Rows))
+	case expect == expectFail && failed == 0:
 		return "the CLI passed every result of a fixture that plants failures"
 	}
 	return ""

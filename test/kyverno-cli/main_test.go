@@ -95,10 +95,12 @@ func TestCLIProblem(t *testing.T) {
 	fail := cliRun{Rows: []cliRow{{Result: "Fail"}}, Failed: 1, Summarised: true}
 	exit1 := errors.New("exit status 1")
 	assert.Empty(t, cliProblem(expectPass, pass, nil, nil))
-	assert.Equal(t, "the CLI failed 1 of 1 result(s)", cliProblem(expectPass, fail, exit1, nil))
+	assert.Equal(t, "the CLI failed or skipped 1 of 1 result(s)", cliProblem(expectPass, fail, exit1, nil))
 	assert.Empty(t, cliProblem(expectFail, fail, exit1, nil))
 	assert.Equal(t, "the CLI passed every result of a fixture that plants failures", cliProblem(expectFail, pass, nil, nil))
 	assert.Equal(t, "the CLI judged no result", cliProblem(expectPass, cliRun{Summarised: true}, nil, nil))
+	skipped := cliRun{Rows: []cliRow{{Result: "Pass"}, {Result: "Skip", Reason: "Invalid Policy"}}, Passed: 2, Summarised: true}
+	assert.Equal(t, "the CLI failed or skipped 1 of 2 result(s)", cliProblem(expectPass, skipped, nil, nil), "exit code 0, but a policy was not run")
 }
 
 func TestCompare(t *testing.T) {
@@ -164,5 +166,5 @@ func TestWithoutKnown(t *testing.T) {
 	assert.Equal(t, 1, judged.Failed)
 	assert.Len(t, judged.Rows, 2)
 	assert.Equal(t, []string{"p names Pod/default/app: kyverno Fail (got error): no request"}, res.Known)
-	assert.Equal(t, "the CLI failed 1 of 2 result(s)", cliProblem(expectPass, judged, nil, nil))
+	assert.Equal(t, "the CLI failed or skipped 1 of 2 result(s)", cliProblem(expectPass, judged, nil, nil))
 }

@@ -16,7 +16,8 @@
 #    test/kyverno-cli/expectations.txt says (a directory not listed must pass),
 #    and compares both tools' verdicts per policy and resource.
 #
-# Every go command runs under the shared build lock (flock $BUILD_LOCK).
+# Needs go, jq and flock. Every go command runs under the shared build lock
+# (flock $BUILD_LOCK).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
