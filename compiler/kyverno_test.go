@@ -36,9 +36,9 @@ spec:
       apiCall:
         urlPath: /api/v1/namespaces
     validate:
-      cel:
-        expressions:
-        - expression: "true"
+      deny:
+        conditions:
+          any: [{key: "{{ ns }}", operator: Equals, value: ""}]
   - name: pattern
     match:
       any:

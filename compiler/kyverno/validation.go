@@ -21,18 +21,23 @@ import (
 // Not mirrored yet: the user variables (serviceAccountName,
 // request.userInfo, request.roles, ...) Kyverno refuses in background mode.
 func kyvernoRefusal(spec *kyvernov1.Spec) (path, msg string) {
-	background := spec.BackgroundProcessingEnabled()
-	for i := range spec.Rules {
-		rp := fmt.Sprintf("spec.rules[%d]", i)
-		if background {
+	if spec.BackgroundProcessingEnabled() {
+		for i := range spec.Rules {
 			if at, kyvernoAt := userInfoInMatch(&spec.Rules[i]); at != "" {
-				return rp + "." + at, fmt.Sprintf("Kyverno refuses this policy: only select variables are allowed in background mode. Set spec.background=false to disable background mode for this policy rule: invalid variable used at path: spec/rules[%d]/%s", i, kyvernoAt)
+				return fmt.Sprintf("spec.rules[%d].%s", i, at), fmt.Sprintf("Kyverno refuses this policy: only select variables are allowed in background mode. Set spec.background=false to disable background mode for this policy rule: invalid variable used at path: spec/rules[%d]/%s", i, kyvernoAt)
 			}
 		}
-		if at, variable, err := elementOutsideForEach(&spec.Rules[i]); err != nil {
+	}
+	for i := range spec.Rules {
+		rule := &spec.Rules[i]
+		rp := fmt.Sprintf("spec.rules[%d]", i)
+		if at, variable, err := elementOutsideForEach(rule); err != nil {
 			return rp, "Kyverno refuses this policy: " + err.Error()
 		} else if at != "" {
 			return rp + fieldPath(at), fmt.Sprintf("Kyverno refuses this policy: variable '%s' present outside of foreach at path %s", variable, at)
+		}
+		if len(rule.Context) > 0 && rule.HasValidateCEL() {
+			return rp + ".context", fmt.Sprintf("Kyverno refuses this policy: path: %s: context variables are not supported for CEL expressions in validate rules", rp)
 		}
 	}
 	return "", ""

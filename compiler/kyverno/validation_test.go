@@ -35,6 +35,9 @@ func TestKyvernoRefusesThePolicy(t *testing.T) {
 			`p.yaml:11:33: spec.rules[0].preconditions.any[0].key: Kyverno refuses this policy: variable 'elementIndex' present outside of foreach at path /preconditions/any/0/key`},
 		"subjects in background mode": {"  rules:\n  - name: rule\n    match: {any: [{resources: {kinds: [Pod]}}]}\n" + subjects + fmt.Sprintf(deny, "latest"),
 			`p.yaml:14:9: spec.rules[0].exclude.any[0].subjects: Kyverno refuses this policy: only select variables are allowed in background mode. Set spec.background=false to disable background mode for this policy rule: invalid variable used at path: spec/rules[0]/exclude/any[0]/subjects`},
+		"context with validate.cel": {"  rules:\n  - name: rule\n    match: {any: [{resources: {kinds: [Pod]}}]}\n" +
+			"    context: [{name: n, variable: {value: 1}}]\n    validate: {cel: {expressions: [{expression: \"true\"}]}}\n",
+			`p.yaml:11:14: spec.rules[0].context: Kyverno refuses this policy: path: spec.rules[0]: context variables are not supported for CEL expressions in validate rules`},
 		"subjects without background mode": {"  background: false\n  rules:\n  - name: rule\n    match: {any: [{resources: {kinds: [Pod]}}]}\n" + subjects + fmt.Sprintf(deny, "latest"), ""},
 		"element variables inside foreach": {"  rules:\n  - name: rule\n    match: {any: [{resources: {kinds: [Pod]}}]}\n" + fmt.Sprintf(deny, `"{{ request.object.metadata.name }} uses latest"`), ""},
 	}
