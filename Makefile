@@ -6,7 +6,7 @@ VERSION   ?= v0.1.0
 LDFLAGS   := -s -w -X github.com/admitc/admitc/internal/version.Version=$(VERSION)
 GOARCH    ?= $(shell $(GO) env GOARCH)
 
-.PHONY: all build build-serve build-kyverno image test unit fuzz kyverno golden bench load overload soak e2e clean
+.PHONY: all build build-serve build-kyverno image test unit fuzz kyverno kyverno-cli golden bench load overload soak e2e clean
 
 all: build
 
@@ -30,6 +30,13 @@ kyverno:
 	$(GO) test -tags kyverno ./internal/compare ./internal/cli -run 'Kyverno|Compare'
 	$(GO) test -tags kyverno ./compiler/kyverno/pattern/ ./compiler/kyverno/conditions/
 	$(GO) test -tags kyverno ./internal/verify -run 'WholeRule|Mutate'
+
+## kyverno-cli: the Kyverno CLI (`kyverno test`, v1.19.1 built from the module cache into
+## test/kyverno-cli/.bin/) on every Kyverno fixture directory, as an oracle for their expectations,
+## beside `admitc verify` (per-directory counts and verdicts compared). Not part of `make test`: the
+## CLI's build (~5 minutes warm, a 400 MB binary) is beyond CI's budget. See test/kyverno-cli/run.sh.
+kyverno-cli:
+	test/kyverno-cli/run.sh
 
 ## test: every test: unit and golden tests, short fuzz runs, the Kyverno engine tests and the e2e suite.
 test: unit fuzz kyverno e2e

@@ -37,9 +37,9 @@ spec:
       apiCall:
         urlPath: /api/v1/namespaces
     validate:
-      cel:
-        expressions:
-        - expression: "true"
+      deny:
+        conditions:
+          any: [{key: "{{ ns }}", operator: Equals, value: ""}]
   - name: pattern
     match:
       any:
@@ -200,6 +200,7 @@ kind: ClusterPolicy
 metadata:
   name: p
 spec:
+  background: false
   rules:
   - name: r
     match:

@@ -44,6 +44,10 @@ func (r *reader) clusterPolicy() {
 		r.errorf("spec.rules", "a %s needs rules", r.kind)
 		return
 	}
+	if path, msg := kyvernoRefusal(&p.Spec); msg != "" {
+		r.errorf(path, "%s", msg)
+		return
+	}
 	for _, c := range computeRules(p.Metadata, &p.Spec) {
 		r.rule(&p, c)
 	}

@@ -57,7 +57,7 @@ func TestForEachRefusalsNameTheConstruct(t *testing.T) {
             value: 0
         deny: {conditions: {any: [{key: a, operator: Equals, value: a}]}}
 `, `p.yaml:20:18: spec.rules[0].validate.foreach[0].preconditions.any[0].key: foreach preconditions: JMESPath "length(element.ports)": function length() in a foreach list or a foreach precondition is not translated: Kyverno handles an evaluation error there (skipping the entry or the element), and a function's error is one CEL cannot catch`},
-		"message variables with a nested foreach": {`      message: "{{ element.name }} is wrong"
+		"message variables with a nested foreach": {`      message: "{{ request.object.metadata.name }} is wrong"
       foreach:
       - list: request.object.spec.containers
         foreach:

@@ -28,7 +28,7 @@ spec:
           kinds: [Pod]
     validate:
       failureAction: Enforce
-      message: "container {{ element.name }} ({{ elementIndex }}) uses {{ element.image }}"
+      message: "pod {{ request.object.metadata.name }} runs a latest image as {{ request.object.spec.serviceAccountName }}"
       foreach:
       - list: request.object.spec.containers
         deny:
@@ -87,14 +87,14 @@ func TestForEachRuleDecisions(t *testing.T) {
 			"[fe.scoped] expression 'variables.kyvernoOutcome == 'error' ? {}['validation failure: ' + variables.kyvernoForEach.split('\\t', 4)[3]] : variables.kyvernoOutcome != 'fail'' resulted in error: no such key: validation failure: failed to process foreach: cannot use elementScope=true foreach rules for elements that are not maps, expected type=map got type=string",
 		}, []string{"pull"}},
 		"no containers": {`{}`, nil, []string{"pull", "scoped", "tags"}},
-		"latest second": {`{containers: [{name: a, image: "a:1"}, {name: b, image: "b:latest", imagePullPolicy: Always}]}`, []string{
+		"latest second": {`{serviceAccountName: sa, containers: [{name: a, image: "a:1"}, {name: b, image: "b:latest", imagePullPolicy: Always}]}`, []string{
 			"[fe.scoped] expression 'variables.kyvernoOutcome == 'error' ? {}['validation failure: ' + variables.kyvernoForEach.split('\\t', 4)[3]] : variables.kyvernoOutcome != 'fail'' resulted in error: no such key: validation failure: failed to process foreach: cannot use elementScope=true foreach rules for elements that are not maps, expected type=map got type=string",
-			"[fe.tags] validation failure: container b (1) uses b:latest",
+			"[fe.tags] validation failure: pod p runs a latest image as sa",
 		}, nil},
-		"fail before an error": {`{containers: [{name: a, image: "a:latest"}, {name: b}]}`, []string{
+		"fail before an error": {`{serviceAccountName: sa, containers: [{name: a, image: "a:latest"}, {name: b}]}`, []string{
 			"[fe.pull] validation failure: validation error: pull latest images always. rule pull failed at path /imagePullPolicy/",
 			"[fe.scoped] expression 'variables.kyvernoOutcome == 'error' ? {}['validation failure: ' + variables.kyvernoForEach.split('\\t', 4)[3]] : variables.kyvernoOutcome != 'fail'' resulted in error: no such key: validation failure: failed to process foreach: cannot use elementScope=true foreach rules for elements that are not maps, expected type=map got type=string",
-			"[fe.tags] validation failure: container a (0) uses a:latest",
+			"[fe.tags] validation failure: pod p runs a latest image as sa",
 		}, nil},
 		"error before a fail": {`{containers: [{name: b}, {name: a, image: "a:latest", imagePullPolicy: Always}]}`, []string{
 			"[fe.scoped] expression 'variables.kyvernoOutcome == 'error' ? {}['validation failure: ' + variables.kyvernoForEach.split('\\t', 4)[3]] : variables.kyvernoOutcome != 'fail'' resulted in error: no such key: validation failure: failed to process foreach: cannot use elementScope=true foreach rules for elements that are not maps, expected type=map got type=string",
