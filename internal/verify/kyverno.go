@@ -34,17 +34,33 @@ var _ Format = Kyverno{}
 func (Kyverno) Name() string { return "kyverno" }
 
 // Claims implements Format: a YAML file whose kind is Test and apiVersion
-// cli.kyverno.io/v1alpha1.
+// cli.kyverno.io/v1alpha1, or a test in Kyverno's legacy schema (no kind
+// and no apiVersion; policies and results at the top), which Run reports
+// as Kyverno's CLI does.
 func (Kyverno) Claims(_ string, data []byte) bool {
 	var head struct {
 		Kind       string `json:"kind"`
 		APIVersion string `json:"apiVersion"`
+		Policies   any    `json:"policies"`
+		Results    any    `json:"results"`
 	}
 	if err := yaml.Unmarshal(data, &head); err != nil {
 		return bytes.Contains(data, []byte(TestAPIVersion))
 	}
-	return head.Kind == "Test" && head.APIVersion == TestAPIVersion
+	legacy := head.Kind == "" && head.APIVersion == "" && head.Policies != nil && head.Results != nil
+	return legacy || head.Kind == "Test" && head.APIVersion == TestAPIVersion
 }
+
+// deprecatedSchema is Kyverno v1.19's deprecations.CheckTest: a test
+// without apiVersion or kind, or with a top-level name, is loaded and then
+// refused, failing the whole `kyverno test` run.
+func deprecatedSchema(t *kyvernoTest) bool {
+	return t.APIVersion == "" || t.Kind == "" || t.Name != ""
+}
+
+// DeprecatedSchemaReason is the reason of the error result of a test file
+// in Kyverno's legacy schema.
+const DeprecatedSchemaReason = "the test file uses Kyverno's deprecated schema (no apiVersion or kind, or a top-level name), which Kyverno v1.19's CLI refuses (\"uses a deprecated schema — please migrate to the latest format\"): add apiVersion: " + TestAPIVersion + ", kind: Test and metadata.name"
 
 // kyvernoTest mirrors Kyverno's v1alpha1.Test (whose package pulls in
 // modules admitc does not need); decoded strictly, as Kyverno does.
@@ -149,6 +165,9 @@ func (k Kyverno) Run(ctx context.Context, file string, data []byte) []Result {
 	var t kyvernoTest
 	if err := yaml.UnmarshalStrict(data, &t); err != nil {
 		return []Result{{File: file, Outcome: Error, Reason: "malformed Kyverno test: " + err.Error()}}
+	}
+	if deprecatedSchema(&t) {
+		return []Result{{File: file, Test: t.Name, Outcome: Error, Reason: DeprecatedSchemaReason}}
 	}
 	s, err := loadSuite(filepath.Dir(file), &t)
 	var out []Result

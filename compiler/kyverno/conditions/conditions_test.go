@@ -58,11 +58,27 @@ func TestConditionsDecideAsKyvernosOperators(t *testing.T) {
 		"function after a missing key in a projection": {`{any: [{key: "{{request.object.spec.containers[].args.contains(@, '--debug')}}", operator: Equals, value: [true]}]}`, true},
 		"function on a missing key as argument":        {`{any: [{key: "{{request.object.spec.containers[?contains(args, '--debug')].name}}", operator: Equals, value: [a]}]}`, "error"},
 		// The fork binds ! tighter than .: !a.b is (!a).b, null.
-		"not binds tighter than a field":        {`{any: [{key: "{{length(request.object.spec.containers[?!args.x])}}", operator: Equals, value: 0}]}`, true},
-		"images registry":                       {`{any: [{key: "{{images.containers.*.registry}}", operator: AllIn, value: [docker.io, ghcr.io]}]}`, true},
-		"images tag through a nested variable":  {`{any: [{key: "{{images.containers.\"{{request.object.spec.containers[0].name}}\".tag}}", operator: Equals, value: latest}]}`, true},
-		"images bare nested field name":         {`{any: [{key: "{{images.containers.{{request.object.spec.containers[1].name}}.path}}", operator: Equals, value: acme/b}]}`, true},
-		"images list without images is unknown": {`{any: [{key: "{{images.initContainers}}", operator: Equals, value: x}]}`, "error"},
+		"not binds tighter than a field": {`{any: [{key: "{{length(request.object.spec.containers[?!args.x])}}", operator: Equals, value: 0}]}`, true},
+		// Kyverno's functions (pkg/engine/jmespath) and the fork's keys,
+		// values and join.
+		"keys of a present map":             {`{any: [{key: "{{length(keys(request.object.metadata.labels))}}", operator: GreaterThan, value: 0}]}`, true},
+		"keys of a missing map is an error": {`{any: [{key: "{{length(keys(request.object.spec.selector))}}", operator: GreaterThan, value: 0}]}`, "error"},
+		"keys of a string is an error":      {`{any: [{key: "{{keys(request.object.spec.type)}}", operator: Equals, value: x}]}`, "error"},
+		"values":                            {`{any: [{key: "{{values(request.object.metadata.labels)}}", operator: AnyIn, value: [frontend]}]}`, true},
+		"to_upper":                          {`{any: [{key: "{{to_upper(request.object.spec.type)}}", operator: Equals, value: NODEPORT}]}`, true},
+		"to_lower of a number is an error":  {`{any: [{key: "{{to_lower(request.object.spec.replicas)}}", operator: Equals, value: "3"}]}`, "error"},
+		"to_upper of non-ASCII: admitc errs (Kyverno: true)": {`{any: [{key: "{{to_upper('straße')}}", operator: Equals, value: STRASSE}]}`, "error"},
+		"regex_match is unanchored":                          {`{any: [{key: "{{regex_match('tag', request.object.spec.containers[0].image)}}", operator: Equals, value: false}, {key: "{{regex_match('lat', request.object.spec.containers[0].image)}}", operator: Equals, value: true}]}`, true},
+		"regex_match on a number":                            {`{any: [{key: "{{regex_match('^3$', request.object.spec.replicas)}}", operator: Equals, value: true}]}`, true},
+		"regex_match on null is an error":                    {`{any: [{key: "{{regex_match('a', request.object.spec.nil)}}", operator: Equals, value: false}]}`, "error"},
+		"regex_match invalid pattern":                        {`{any: [{key: "{{regex_match('(', 'a')}}", operator: Equals, value: false}]}`, "error"},
+		"join":                                               {`{any: [{key: "{{join('/', request.object.spec.containers[].name)}}", operator: Equals, value: a/b}]}`, true},
+		"join of non-strings is an error":                    {`{any: [{key: "{{join('/', request.object.spec.containers)}}", operator: Equals, value: x}]}`, "error"},
+		"split":                                              {`{any: [{key: "{{split(request.object.spec.version, '.')}}", operator: Equals, value: ["1", "2", "3"]}]}`, true},
+		"images registry":                                    {`{any: [{key: "{{images.containers.*.registry}}", operator: AllIn, value: [docker.io, ghcr.io]}]}`, true},
+		"images tag through a nested variable":               {`{any: [{key: "{{images.containers.\"{{request.object.spec.containers[0].name}}\".tag}}", operator: Equals, value: latest}]}`, true},
+		"images bare nested field name":                      {`{any: [{key: "{{images.containers.{{request.object.spec.containers[1].name}}.path}}", operator: Equals, value: acme/b}]}`, true},
+		"images list without images is unknown":              {`{any: [{key: "{{images.initContainers}}", operator: Equals, value: x}]}`, "error"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -101,7 +117,7 @@ func TestRefusalsNameTheConstruct(t *testing.T) {
 	cases := map[string]string{
 		`{any: [{key: "{{ imageData.registry }}", operator: Equals, value: x}]}`:                     `any[0].key: JMESPath "imageData.registry": imageData is not in the context admitc translates`,
 		`{any: [{key: "{{ starts_with('{{ request.name }}', 'x') }}", operator: Equals, value: x}]}`: `any[0].key: JMESPath "starts_with('__admitcvar0__', 'x')": a nested {{ }} variable is translated only as a field name`,
-		`{all: [{key: "{{ request.object.spec | keys(@) }}", operator: Equals, value: x}]}`:          `all[0].key: JMESPath "request.object.spec | keys(@)": function keys() is not in the subset`,
+		`{all: [{key: "{{ request.object.spec | merge(@) }}", operator: Equals, value: x}]}`:         `all[0].key: JMESPath "request.object.spec | merge(@)": function merge() is not in the subset admitc translates (contains, ends_with, join, keys, length, regex_match, split, starts_with, to_lower, to_string, to_upper, values)`,
 		`{any: [{key: "{{ request.object.spec.containers[0:2] }}", operator: Equals, value: x}]}`:    `any[0].key: JMESPath "request.object.spec.containers[0:2]": a slice is not in the subset`,
 		`{any: [{key: a, operator: DurationGreaterThan, value: 1h}]}`:                                `any[0].operator: operator DurationGreaterThan is not translated`,
 		`{any: [{key: a, operator: AnyIn, value: "1-10"}]}`:                                          `any[0].operator: the range value "1-10" of anyin is not translated`,

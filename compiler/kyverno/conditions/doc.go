@@ -17,8 +17,10 @@
 // elementN, elementIndexN (Scope.Loops); field access, indexes, `[]`
 // flatten, `[*]` and `.*` projections, `[?cond]` filters with comparisons,
 // multi-select lists, `!`, `&&` and `||`, pipes, literals, and the
-// functions length, to_string, contains, starts_with and ends_with. Any
-// other construct (Kyverno's own functions, slices, multi-select hashes,
+// functions of functions.go: the fork's length, to_string, contains,
+// starts_with, ends_with, keys, values and join, and Kyverno's to_upper,
+// to_lower, regex_match and split. Any other construct (other functions,
+// slices, multi-select hashes,
 // other roots such as context entries) is refused with an *Error. Nested
 // variables ({{ images.containers."{{ element.name }}".tag }}) are
 // substituted inner first, as Kyverno does, when the inner ones name a
@@ -30,7 +32,8 @@
 // block to 'true', 'false' or 'error' in Kyverno's order.
 //
 // Phases: substitute.go finds the `{{ }}` variables of a value, query.go
-// parses each with go-jmespath's parser and lowers its AST, operators.go
+// parses each with go-jmespath's parser and lowers its AST (functions.go
+// its function calls), operators.go
 // renders an operator over two values and conditions.go combines them.
 // Values Kyverno would turn into text through fmt or JSON and that CEL
 // cannot write the same way (maps and lists, numbers in exponent form) raise

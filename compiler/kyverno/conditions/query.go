@@ -500,54 +500,6 @@ func (t *translator) comparator(n gojmespath.ASTNode, cur value) (string, error)
 	return bind(l, left, bind(r, right, isNumber(l)+" && "+isNumber(r)+" ? dyn(double("+l+") "+op+" double("+r+")) : null")), nil
 }
 
-// function lowers the JMESPath functions of the subset; their arguments
-// read missing keys as null, and a wrong argument type fails evaluation,
-// as go-jmespath's argument checks do.
-func (t *translator) function(n gojmespath.ASTNode, cur value) (string, error) {
-	name := n.Value.(string)
-	arity := map[string]int{"length": 1, "to_string": 1, "contains": 2, "starts_with": 2, "ends_with": 2}
-	want, ok := arity[name]
-	if !ok {
-		known := make([]string, 0, len(arity))
-		for k := range arity {
-			known = append(known, k)
-		}
-		sort.Strings(known)
-		return "", t.refuse("function %s() is not in the subset admitc translates (%s)", name, strings.Join(known, ", "))
-	}
-	if len(n.Children) != want {
-		return "", t.refuse("%s() takes %d argument(s)", name, want)
-	}
-	if t.scope.Capture {
-		return "", t.refuse("function %s() in a foreach list or a foreach precondition is not translated: Kyverno handles an evaluation error there (skipping the entry or the element), and a function's error is one CEL cannot catch", name)
-	}
-	var args []string
-	for _, c := range n.Children {
-		a, err := t.concrete(c, cur, false)
-		if err != nil {
-			return "", err
-		}
-		args = append(args, a)
-	}
-	for i := range args {
-		args[i] = "dyn(" + args[i] + ")"
-	}
-	a := t.name()
-	switch name {
-	case "length":
-		return bind(a, args[0], "type("+a+") == string || type("+a+") == list || type("+a+") == map ? double(size("+a+")) : "+raise("invalid type for length()")), nil
-	case "to_string":
-		return bind(a, args[0], "type("+a+") == string ? "+a+" : "+jsonText(a)), nil
-	case "contains":
-		b := t.name()
-		return bind(a, args[0], bind(b, args[1], "type("+a+") == string ? (type("+b+") == string && "+a+".contains("+b+")) : type("+a+") == list ? "+b+" in "+a+" : "+raise("invalid type for contains()"))), nil
-	default:
-		b := t.name()
-		method := map[string]string{"starts_with": "startsWith", "ends_with": "endsWith"}[name]
-		return bind(a, args[0], bind(b, args[1], "type("+a+") == string && type("+b+") == string ? "+a+"."+method+"("+b+") : "+raise("invalid type for "+name+"()"))), nil
-	}
-}
-
 // jsonText is encoding/json's text of the value named v (Kyverno writes
 // non-string values so): null, booleans, numbers whose shortest form CEL
 // writes alike, and lists of those and of strings; maps, nested lists and

@@ -1,0 +1,151 @@
+package conditions
+
+import (
+	"sort"
+	"strings"
+
+	gojmespath "github.com/kyverno/go-jmespath"
+)
+
+// jmesFunction is one JMESPath function admitc translates: its number of
+// arguments and its CEL, given the CEL names its arguments are bound to.
+type jmesFunction struct {
+	arity int
+	lower func(t *translator, args []string) string
+}
+
+// functions are the functions of the subset, with the semantics of
+// go-jmespath's table as Kyverno v1.19 extends it (pkg/engine/jmespath):
+// an argument of the wrong type fails evaluation, as the fork's typeCheck
+// and Kyverno's validateArg do; numbers are Kyverno's float64.
+var functions = map[string]jmesFunction{
+	"length":      {1, lowerLength},
+	"to_string":   {1, lowerToString},
+	"contains":    {2, lowerContains},
+	"starts_with": {2, func(_ *translator, a []string) string { return stringMethod("starts_with", "startsWith", a) }},
+	"ends_with":   {2, func(_ *translator, a []string) string { return stringMethod("ends_with", "endsWith", a) }},
+	"keys":        {1, func(t *translator, a []string) string { return lowerKeys(t, a[0], false) }},
+	"values":      {1, func(t *translator, a []string) string { return lowerKeys(t, a[0], true) }},
+	"to_upper":    {1, func(_ *translator, a []string) string { return changeCase("to_upper", "upperAscii", a[0]) }},
+	"to_lower":    {1, func(_ *translator, a []string) string { return changeCase("to_lower", "lowerAscii", a[0]) }},
+	"regex_match": {2, lowerRegexMatch},
+	"join":        {2, lowerJoin},
+	"split":       {2, lowerSplit},
+}
+
+// functionNames lists the functions of the subset, sorted.
+func functionNames() string {
+	known := make([]string, 0, len(functions))
+	for k := range functions {
+		known = append(known, k)
+	}
+	sort.Strings(known)
+	return strings.Join(known, ", ")
+}
+
+// function lowers a call of a function of the subset; its arguments read
+// missing keys as null.
+func (t *translator) function(n gojmespath.ASTNode, cur value) (string, error) {
+	name := n.Value.(string)
+	f, ok := functions[name]
+	if !ok {
+		return "", t.refuse("function %s() is not in the subset admitc translates (%s)", name, functionNames())
+	}
+	if len(n.Children) != f.arity {
+		return "", t.refuse("%s() takes %d argument(s)", name, f.arity)
+	}
+	if t.scope.Capture {
+		return "", t.refuse("function %s() in a foreach list or a foreach precondition is not translated: Kyverno handles an evaluation error there (skipping the entry or the element), and a function's error is one CEL cannot catch", name)
+	}
+	var args, names []string
+	for _, c := range n.Children {
+		a, err := t.concrete(c, cur, false)
+		if err != nil {
+			return "", err
+		}
+		args = append(args, "dyn("+a+")")
+		names = append(names, t.name())
+	}
+	// dyn: a function's value is JSON, compared with null in projections.
+	body := "dyn(" + f.lower(t, names) + ")"
+	for i := len(args) - 1; i >= 0; i-- {
+		body = bind(names[i], args[i], body)
+	}
+	return body, nil
+}
+
+func isString(v string) string { return "type(" + v + ") == string" }
+
+func invalidType(name string) string { return raise("invalid type for " + name + "()") }
+
+// lowerLength is length(): the runes of a string (CEL's size counts code
+// points too), the elements of a list, the keys of a map, as a number.
+func lowerLength(_ *translator, a []string) string {
+	return "type(" + a[0] + ") == string || type(" + a[0] + ") == list || type(" + a[0] + ") == map ? double(size(" + a[0] + ")) : " + invalidType("length")
+}
+
+// lowerToString is to_string(): a string itself, anything else as JSON.
+func lowerToString(_ *translator, a []string) string {
+	return isString(a[0]) + " ? " + a[0] + " : " + jsonText(a[0])
+}
+
+// lowerContains is the fork's contains(): a substring of a string (false
+// for a non-string), an element of a list.
+func lowerContains(_ *translator, a []string) string {
+	return isString(a[0]) + " ? (" + isString(a[1]) + " && " + a[0] + ".contains(" + a[1] + ")) : " + isList(a[0]) + " ? " + a[1] + " in " + a[0] + " : " + invalidType("contains")
+}
+
+func stringMethod(name, method string, a []string) string {
+	return isString(a[0]) + " && " + isString(a[1]) + " ? " + a[0] + "." + method + "(" + a[1] + ") : " + invalidType(name)
+}
+
+// lowerKeys is keys() (or values()) of a map. Kyverno's order is Go's map
+// order, which is random; admitc's is CEL's, so only order-free uses
+// (length, contains, the In operators) agree.
+func lowerKeys(t *translator, m string, values bool) string {
+	k := t.name()
+	each := k
+	name := "keys"
+	if values {
+		each, name = m+"["+k+"]", "values"
+	}
+	return "type(" + m + ") == map ? dyn(" + m + ".map(" + k + ", " + each + ")) : " + invalidType(name)
+}
+
+// changeCase is to_upper() and to_lower(): Kyverno's strings.ToUpper and
+// ToLower are Unicode's, CEL's upperAscii and lowerAscii ASCII's only, so
+// a string with a non-ASCII character fails evaluation here.
+func changeCase(name, method, s string) string {
+	return isString(s) + " ? (" + isASCII(s) + " ? " + s + "." + method + "() : " + raise("admitc does not change the case of a non-ASCII string in "+name+"()") + ") : " + invalidType(name)
+}
+
+func isASCII(s string) string { return s + ".matches(" + quote(`^[\x00-\x7f]*$`) + ")" }
+
+// lowerRegexMatch is Kyverno's regex_match(pattern, value): Go's
+// regexp.Match, unanchored, of a string pattern (an invalid one fails
+// evaluation) on a string or a number written as Kyverno's ifaceToString
+// does (strconv.FormatFloat(f, 'f', -1, 32)); CEL's matches is the same RE2
+// search. Only integers up to 2^24 in magnitude, which float32 holds
+// exactly, are written here; other numbers fail evaluation.
+func lowerRegexMatch(_ *translator, a []string) string {
+	return isString(a[0]) + " && (" + isString(a[1]) + " || " + isNumber(a[1]) + ") ? " + kyvernoText(a[1]) + ".matches(" + a[0] + ") : " + invalidType("regex_match")
+}
+
+// kyvernoText is Kyverno's ifaceToString of the string or number named v.
+func kyvernoText(v string) string {
+	d := "double(" + v + ")"
+	exact := d + " >= -16777216.0 && " + d + " <= 16777216.0 && " + d + " == double(int(" + d + "))"
+	return "(" + isString(v) + " ? string(" + v + ") : " + exact + " ? string(int(" + d + ")) : " + raise("admitc does not write this number as Kyverno's float32 text") + ")"
+}
+
+// lowerJoin is the fork's join(separator, list of strings).
+func lowerJoin(t *translator, a []string) string {
+	e := t.name()
+	return isString(a[0]) + " && " + isList(a[1]) + " && " + a[1] + ".all(" + e + ", " + isString(e) + ") ? " + a[1] + ".join(" + a[0] + ") : " + invalidType("join")
+}
+
+// lowerSplit is Kyverno's split(string, separator): Go's strings.Split,
+// which CEL's split is (an empty separator splits into characters).
+func lowerSplit(_ *translator, a []string) string {
+	return isString(a[0]) + " && " + isString(a[1]) + " ? dyn(" + a[0] + ".split(" + a[1] + ")) : " + invalidType("split")
+}

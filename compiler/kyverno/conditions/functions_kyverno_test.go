@@ -1,0 +1,213 @@
+//go:build kyverno
+
+package conditions
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/cel-go/common/types"
+	"github.com/kyverno/kyverno/pkg/config"
+	"github.com/kyverno/kyverno/pkg/engine/jmespath"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/structpb"
+	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	"k8s.io/apiserver/pkg/cel/environment"
+
+	"github.com/admitc/admitc/internal/celenv"
+)
+
+// functionQueries are the queries of the differential test: each function
+// on the object's fields v, w (and a list l), which the seeded objects fill
+// with values of every type or leave out. Queries marked unordered give a
+// list in map order, compared as a multiset.
+var functionQueries = []struct {
+	query     string
+	unordered bool
+}{
+	{"keys(request.object.v)", true},
+	{"values(request.object.v)", true},
+	{"length(keys(request.object.v))", false},
+	{"contains(keys(request.object.v), 'a')", false},
+	{"to_upper(request.object.v)", false},
+	{"to_lower(request.object.v)", false},
+	{"request.object.l[].to_upper(@)", false},
+	{"regex_match(request.object.w, request.object.v)", false},
+	{"regex_match('^[a-z0-9]+$', request.object.v)", false},
+	{"regex_match('(', request.object.v)", false},
+	{"request.object.l[?regex_match('^a', @)]", false},
+	{"join(request.object.w, request.object.v)", false},
+	{"join(', ', request.object.l)", false},
+	{"split(request.object.v, request.object.w)", false},
+	{"split(request.object.v, ',')", false},
+	{"length(split(request.object.v, ''))", false},
+	{"to_string(to_upper(request.object.v))", false},
+	{"length(request.object.v)", false},
+	{"starts_with(request.object.v, request.object.w)", false},
+	{"contains(request.object.v, request.object.w)", false},
+}
+
+// functionStrings are strings at the edges of the functions: non-ASCII
+// letters whose case Unicode changes or not, separators, regexp syntax.
+var functionStrings = []string{
+	"", "a", "abc", "ABC", "Hello World", "a,b,,c", ",", ", ", "a, b", "straße", "ÄB", "ǅ", "İi", "中文", "é", "x\ty",
+	"^a", "(", "[a-z]+", "a.c", "\\d+", "(?i)A", "$", "16777216", "3", "2.5", "web-1", "ab", "ba", "a b c",
+}
+
+// functionValue is a seeded JSON value: mostly strings, and numbers, null,
+// booleans, lists and maps.
+func functionValue(rng *rand.Rand, depth int) any {
+	switch n := rng.Intn(20); {
+	case n < 10:
+		return functionStrings[rng.Intn(len(functionStrings))]
+	case n < 11:
+		return []any{0, 3, -7, 2.5, 16777216, 16777217, 1e20, 0.1}[rng.Intn(8)]
+	case n == 11:
+		return nil
+	case n == 12:
+		return rng.Intn(2) == 0
+	case n < 16 && depth < 2:
+		var l []any
+		for i := rng.Intn(4); i > 0; i-- {
+			if rng.Intn(4) == 0 {
+				l = append(l, functionValue(rng, depth+1))
+				continue
+			}
+			l = append(l, functionStrings[rng.Intn(len(functionStrings))])
+		}
+		if l == nil {
+			l = []any{}
+		}
+		return l
+	case depth < 2:
+		m := map[string]any{}
+		for i := rng.Intn(4); i > 0; i-- {
+			m[[]string{"a", "b", "c", "é"}[rng.Intn(4)]] = functionValue(rng, depth+1)
+		}
+		return m
+	}
+	return functionStrings[rng.Intn(len(functionStrings))]
+}
+
+// TestFunctionsAsKyverno evaluates each query of functionQueries through
+// Kyverno's JMESPath (its default configuration's function table) and
+// through admitc's CEL on seeded objects: equal results, or an error on
+// both sides. The only other outcome allowed is admitc's own refusal at
+// evaluation (a non-ASCII case change, a number Kyverno writes through
+// float32), where admitc fails and Kyverno does not; those are counted.
+func TestFunctionsAsKyverno(t *testing.T) {
+	jp := jmespath.New(config.NewDefaultConfiguration(false))
+	cc := celenv.NewCompiler(celenv.RuntimeVersion())
+	rng := rand.New(rand.NewSource(11))
+	counts := map[string]int{}
+	equal, bothFail := map[string]int{}, map[string]int{}
+	for _, q := range functionQueries {
+		fresh := 0
+		expr, err := Query(q.query, Scope{}, &fresh)
+		require.NoError(t, err, q.query)
+		res := cc.CompileCELExpression(boolExpr("dyn("+expr+")"), plugincel.OptionalVariableDeclarations{HasAuthorizer: true}, environment.NewExpressions)
+		require.Nil(t, res.Error, "%s: %s", q.query, expr)
+		query, err := jp.Query(q.query)
+		require.NoError(t, err)
+		for n := 0; n < 1000; n++ {
+			obj := map[string]any{}
+			for _, k := range []string{"v", "w", "l"} {
+				if rng.Intn(12) > 0 {
+					obj[k] = functionValue(rng, 0)
+				}
+			}
+			if rng.Intn(3) > 0 {
+				obj["w"] = []any{",", "", "^a", "[a-z]+", "(", ", ", "ß"}[rng.Intn(7)]
+			}
+			data, err := json.Marshal(obj)
+			require.NoError(t, err)
+			var kyvernoObj, celObj map[string]any
+			require.NoError(t, json.Unmarshal(data, &kyvernoObj))
+			require.NoError(t, json.Unmarshal(data, &celObj))
+			want, wantErr, panicked := search(query, map[string]any{"request": map[string]any{"object": kyvernoObj}})
+			if panicked {
+				// The fork's contains() compares list elements with ==,
+				// which panics on two maps.
+				counts["Kyverno panics"]++
+				continue
+			}
+			out, _, gotErr := res.Program.Eval(map[string]any{"object": intsAsInt64(celObj), "oldObject": nil, "request": map[string]any{"operation": "CREATE"}})
+			if gotErr == nil && types.IsError(out) {
+				gotErr = fmt.Errorf("%v", out)
+			}
+			switch {
+			case gotErr != nil && wantErr != nil:
+				counts["both fail"]++
+				bothFail[q.query]++
+				continue
+			case gotErr != nil && wantErr == nil && strings.Contains(gotErr.Error(), "admitc does not"):
+				counts["admitc refuses at evaluation"]++
+				continue
+			}
+			require.Equal(t, wantErr != nil, gotErr != nil, "%s on %s: Kyverno %v (%v), CEL %v (%v)", q.query, data, want, wantErr, out, gotErr)
+			gotJSON := celJSON(t, out)
+			wantJSON, err := json.Marshal(want)
+			require.NoError(t, err)
+			if q.unordered {
+				gotJSON, wantJSON = sortedList(t, gotJSON), sortedList(t, wantJSON)
+			}
+			require.JSONEq(t, string(wantJSON), string(gotJSON), "%s on %s", q.query, data)
+			counts["equal"]++
+			equal[q.query]++
+		}
+	}
+	for _, q := range functionQueries {
+		t.Logf("%-50s %4d equal, %4d fail on both sides", q.query, equal[q.query], bothFail[q.query])
+	}
+	t.Logf("%d queries on 1,000 objects each: %v", len(functionQueries), counts)
+	require.Greater(t, counts["equal"], 7000)
+	require.Greater(t, counts["both fail"], 10000)
+}
+
+// search runs a Kyverno query, reporting a panic.
+func search(q jmespath.Query, data any) (v any, err error, panicked bool) {
+	defer func() {
+		if recover() != nil {
+			panicked = true
+		}
+	}()
+	v, err = q.Search(data)
+	return v, err, false
+}
+
+// celJSON is the JSON text of a CEL value.
+func celJSON(t *testing.T, out any) []byte {
+	v := out.(interface {
+		ConvertToNative(reflect.Type) (any, error)
+	})
+	pb, err := v.ConvertToNative(reflect.TypeOf(&structpb.Value{}))
+	require.NoError(t, err)
+	data, err := protojson.Marshal(pb.(*structpb.Value))
+	require.NoError(t, err)
+	return data
+}
+
+// sortedList sorts a JSON list by its elements' JSON text (a non-list is
+// left alone).
+func sortedList(t *testing.T, data []byte) []byte {
+	var l []json.RawMessage
+	if json.Unmarshal(data, &l) != nil {
+		return data
+	}
+	var texts []string
+	for _, e := range l {
+		var v any
+		require.NoError(t, json.Unmarshal(e, &v))
+		b, err := json.Marshal(v)
+		require.NoError(t, err)
+		texts = append(texts, string(b))
+	}
+	sort.Strings(texts)
+	return []byte("[" + strings.Join(texts, ",") + "]")
+}
