@@ -1,6 +1,7 @@
 package kyverno
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -81,6 +82,12 @@ func (r *reader) rule(p *clusterPolicyObject, c computedRule) {
 		r.skip(ref, f.path, f.feature, "%s", f.why)
 		return
 	}
+	vars, f := ruleContext(c.rule, path)
+	if f != nil {
+		r.skip(ref, f.path, f.feature, "%s", f.why)
+		return
+	}
+	r.vars = vars
 	m, f := lowerMatch(c.rule, path, p.Metadata.Namespace)
 	if f != nil {
 		r.skip(ref, f.path, f.feature, "%s", f.why)
@@ -99,7 +106,7 @@ func (r *reader) rule(p *clusterPolicyObject, c computedRule) {
 	}
 	pol.MatchConditions = append(pol.MatchConditions, r.conditions(c.rule.CELPreconditions, path+".celPreconditions")...)
 	if c.rule.RawAnyAllConditions != nil {
-		pre, f := r.preconditions(c, path, conditions.Scope{})
+		pre, f := r.preconditions(c, path, r.scope(conditions.Scope{}))
 		if f != nil {
 			r.skip(ref, f.path, f.feature, "%s", f.why)
 			return
@@ -224,9 +231,6 @@ func policyRefusal(spec *kyvernov1.Spec) *refusal {
 
 // ruleRefusal names what a rule needs that admitc cannot evaluate.
 func ruleRefusal(rule kyvernov1.Rule, path string) *refusal {
-	if len(rule.Context) > 0 {
-		return &refusal{contextFeature(rule.Context[0]), path + ".context", "a rule's context is loaded by Kyverno at admission (API calls, ConfigMaps, registries, JMESPath variables); an admission policy cannot load it and admitc does not evaluate JMESPath"}
-	}
 	switch {
 	case rule.Mutation != nil:
 		return mutateRefusal(rule.Mutation, path)
@@ -281,6 +285,76 @@ func messageRefusal(message, vp string, foreach bool) *refusal {
 		return &refusal{"validate.message references", vp + ".message", "$( ) references in a foreach rule's message are not translated: Kyverno resolves them against the message string itself, where no path resolves, and its element messages then differ"}
 	}
 	return nil
+}
+
+// contextNameRegex is a context variable name admitc translates: a
+// JMESPath identifier (Kyverno stores the entry under its whole name, so a
+// name with a dot is a key no query reaches).
+var contextNameRegex = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// loopNameRegex is a name a foreach puts in the context for each element.
+var loopNameRegex = regexp.MustCompile(`^element(Index)?[0-9]+$`)
+
+// ruleContext reads a rule's context: admitc translates variable entries
+// (computed from the request, conditions.Variable) in validate rules, and
+// refuses the entries Kyverno loads from outside the request.
+func ruleContext(rule kyvernov1.Rule, path string) ([]conditions.Variable, *refusal) {
+	var out []conditions.Variable
+	seen := map[string]bool{}
+	for i, e := range rule.Context {
+		at := fmt.Sprintf("%s.context[%d]", path, i)
+		if e.Variable == nil {
+			return nil, &refusal{contextFeature(e), at, "Kyverno loads this context entry from outside the admission request (the API server, a ConfigMap, an image registry or its global context); an admission policy cannot load it"}
+		}
+		v := e.Variable
+		switch {
+		case rule.Mutation != nil:
+			return nil, &refusal{"context.variable", at, "context variables of mutate rules are not translated yet (Kyverno reloads them as the rule patches the object); they are translated in validate rules"}
+		case !contextNameRegex.MatchString(e.Name):
+			return nil, &refusal{"context.variable", at + ".name", fmt.Sprintf("the context variable name %q is not a JMESPath identifier, which admitc needs to read it", e.Name)}
+		case loopNameRegex.MatchString(e.Name):
+			return nil, &refusal{"context.variable", at + ".name", fmt.Sprintf("the context variable name %q is also the name of a foreach element or index", e.Name)}
+		case seen[e.Name]:
+			return nil, &refusal{"context.variable", at + ".name", fmt.Sprintf("a second context variable named %q is not translated (Kyverno loads both, the later replacing the earlier)", e.Name)}
+		case strings.Contains(v.JMESPath, "{{"):
+			return nil, &refusal{"context.variable", at + ".variable.jmesPath", "{{ }} variables inside a context variable's jmesPath are not translated"}
+		}
+		seen[e.Name] = true
+		cv := conditions.Variable{Name: e.Name, JMESPath: v.JMESPath}
+		var err error
+		if x := v.GetValue(); x != nil {
+			cv.HasValue = true
+			if cv.Value, err = untyped(x); err != nil {
+				return nil, &refusal{"context.variable", at + ".variable.value", err.Error()}
+			}
+		}
+		if x := v.GetDefault(); x != nil {
+			cv.HasDefault = true
+			if cv.Default, err = untyped(x); err != nil {
+				return nil, &refusal{"context.variable", at + ".variable.default", err.Error()}
+			}
+		}
+		out = append(out, cv)
+	}
+	return out, nil
+}
+
+// untyped is Kyverno's DocumentToUntyped: x through JSON (numbers become
+// float64).
+func untyped(x any) (any, error) {
+	data, err := json.Marshal(x)
+	if err != nil {
+		return nil, err
+	}
+	var out any
+	err = json.Unmarshal(data, &out)
+	return out, err
+}
+
+// scope is s with the current rule's context variables.
+func (r *reader) scope(s conditions.Scope) conditions.Scope {
+	s.Context = r.vars
+	return s
 }
 
 func contextFeature(e kyvernov1.ContextEntry) string {

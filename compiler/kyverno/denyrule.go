@@ -35,20 +35,20 @@ const (
 func (r *reader) denyRule(pol *ir.Policy, c computedRule, path string, m loweredMatch, enforce bool) *refusal {
 	v := c.rule.Validation
 	vp := path + ".validate.deny"
-	conds, f := r.denyConditions(v.Deny, vp, conditions.Scope{})
+	conds, f := r.denyConditions(v.Deny, vp, r.scope(conditions.Scope{}))
 	if f != nil {
 		return f
 	}
 	pol.Variables = append(pol.Variables, ir.NamedExpression{Name: DenyVariable, Expression: conds, Origin: r.origin(vp)})
 	outcome := "variables." + DenyVariable + " ? 'fail' : 'pass'"
 	if enforce && c.rule.HasValidateAllowExistingViolations() {
-		before, f := r.denyConditions(v.Deny, vp, oldObjectScope)
+		before, f := r.denyConditions(v.Deny, vp, r.scope(oldObjectScope))
 		if f != nil {
 			return f
 		}
 		pre := "true"
 		if c.rule.RawAnyAllConditions != nil {
-			pre, f = r.preconditions(c, path, oldObjectScope)
+			pre, f = r.preconditions(c, path, r.scope(oldObjectScope))
 			if f != nil {
 				return f
 			}
@@ -154,7 +154,7 @@ func (r *reader) denyMessage(c computedRule, path string) (string, *refusal) {
 		return m, nil
 	}
 	fresh := 0
-	e, err := conditions.Message(m, conditions.Scope{}, &fresh)
+	e, err := conditions.Message(m, r.scope(conditions.Scope{}), &fresh)
 	if err != nil {
 		return "", &refusal{"validate.message variables", path + ".validate.message", err.Error()}
 	}

@@ -90,7 +90,7 @@ func (r *reader) foreachRule(pol *ir.Policy, c computedRule, path string, m lowe
 	if l.deferred && nested(v.ForEachValidation) {
 		return &refusal{"validate.message variables", path + ".validate.message", "{{ }} variables in the message of a rule with a nested foreach are not translated"}
 	}
-	res, f := l.entries(v.ForEachValidation, vp, loopContext{target: "null", resource: "object", onDelete: true}, true)
+	res, f := l.entries(v.ForEachValidation, vp, loopContext{scope: r.scope(conditions.Scope{}), target: "null", resource: "object", onDelete: true}, true)
 	if f != nil {
 		return f
 	}
@@ -128,7 +128,7 @@ func (r *reader) foreachRule(pol *ir.Policy, c computedRule, path string, m lowe
 func (l *foreachLowering) beforeResult(c computedRule, path string, m loweredMatch) (string, *refusal) {
 	saved := l.lists
 	l.lists = nil
-	ctx := loopContext{scope: oldObjectScope, target: "null", resource: "oldObject"}
+	ctx := loopContext{scope: l.r.scope(oldObjectScope), target: "null", resource: "oldObject"}
 	before, f := l.entries(c.rule.Validation.ForEachValidation, path+".validate.foreach", ctx, false)
 	l.lists = saved
 	if f != nil {
@@ -136,7 +136,7 @@ func (l *foreachLowering) beforeResult(c computedRule, path string, m loweredMat
 	}
 	pre := "true"
 	if c.rule.RawAnyAllConditions != nil {
-		pre, f = l.r.preconditions(c, path, oldObjectScope)
+		pre, f = l.r.preconditions(c, path, l.r.scope(oldObjectScope))
 		if f != nil {
 			return "", f
 		}
@@ -390,7 +390,7 @@ func (l *foreachLowering) validationMessage(val *ir.Validation, v *kyvernov1.Val
 func (l *foreachLowering) entryMessage(fe *kyvernov1.ForEachValidation, k int, parts, path string) (string, bool, *refusal) {
 	list := "variables." + ListVariable + strconv.Itoa(k)
 	el, ix := l.name("mel"), l.name("mix")
-	s := conditions.Scope{Element: el, ElementIndex: "double(" + ix + ")", Loops: []conditions.Loop{{Element: el, Index: "double(" + ix + ")"}}}
+	s := l.r.scope(conditions.Scope{Element: el, ElementIndex: "double(" + ix + ")", Loops: []conditions.Loop{{Element: el, Index: "double(" + ix + ")"}}})
 	fresh := l.fresh
 	m, err := conditions.Message(l.message, s, &fresh)
 	l.fresh = fresh

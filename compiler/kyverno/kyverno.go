@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/admitc/admitc/compiler/kyverno/conditions"
 	"github.com/admitc/admitc/compiler/source"
 	"github.com/admitc/admitc/internal/diag"
 	"github.com/admitc/admitc/ir"
@@ -71,6 +72,8 @@ type reader struct {
 	policies   []*ir.Policy
 	skipped    []ir.Skipped
 	diags      diag.Diagnostics
+	// vars are the context variables of the rule being lowered.
+	vars []conditions.Variable
 }
 
 // origin is the origin of the field at path, or of the document.

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	gojmespath "github.com/kyverno/go-jmespath"
 	kyvernov1 "github.com/kyverno/kyverno/api/kyverno/v1"
 	"github.com/kyverno/kyverno/pkg/engine/variables/regex"
 )
@@ -36,8 +37,8 @@ func kyvernoRefusal(spec *kyvernov1.Spec) (path, msg string) {
 		} else if at != "" {
 			return rp + fieldPath(at), fmt.Sprintf("Kyverno refuses this policy: variable '%s' present outside of foreach at path %s", variable, at)
 		}
-		if len(rule.Context) > 0 && rule.HasValidateCEL() {
-			return rp + ".context", fmt.Sprintf("Kyverno refuses this policy: path: %s: context variables are not supported for CEL expressions in validate rules", rp)
+		if at, err := ruleContextError(rule); err != "" {
+			return rp + at, fmt.Sprintf("Kyverno refuses this policy: path: %s: %s", rp, err)
 		}
 	}
 	return "", ""
@@ -161,4 +162,49 @@ func fieldPath(jsonPath string) string {
 		b.WriteString("." + seg)
 	}
 	return b.String()
+}
+
+// ruleContextError is Kyverno's validateRuleContext: the field (under the
+// rule) and error of the first context entry Kyverno refuses.
+func ruleContextError(rule *kyvernov1.Rule) (at, err string) {
+	if len(rule.Context) == 0 {
+		return "", ""
+	}
+	if rule.HasValidateCEL() {
+		return ".context", "context variables are not supported for CEL expressions in validate rules"
+	}
+	for i, e := range rule.Context {
+		at := fmt.Sprintf(".context[%d]", i)
+		if e.Name == "" {
+			return at + ".name", "a name is required for context entries"
+		}
+		for _, v := range []string{"images", "request", "serviceAccountName", "serviceAccountNamespace", "element", "elementIndex"} {
+			if e.Name == v || strings.HasPrefix(e.Name, v+".") {
+				return at + ".name", fmt.Sprintf("entry name %s is invalid as it conflicts with a pre-defined variable %s", e.Name, v)
+			}
+		}
+		n := 0
+		for _, set := range []bool{e.ConfigMap != nil, e.APICall != nil, e.GlobalReference != nil, e.ImageRegistry != nil, e.Variable != nil} {
+			if set {
+				n++
+			}
+		}
+		if n != 1 {
+			return at, "exactly one of configMap or apiCall or imageRegistry or variable is required for context entries"
+		}
+		if v := e.Variable; v != nil {
+			if v.JMESPath != "" && !regex.RegexVariables.MatchString(v.JMESPath) {
+				if _, err := gojmespath.NewParser().Parse(v.JMESPath); err != nil {
+					return at + ".variable.jmesPath", fmt.Sprintf("failed to parse JMESPath %s: %v", v.JMESPath, err)
+				}
+			}
+			if v.GetValue() == nil && v.JMESPath == "" {
+				return at + ".variable", "a variable must define a value or a jmesPath expression"
+			}
+			if v.GetDefault() != nil && v.JMESPath == "" {
+				return at + ".variable.default", "a variable must define a default value only when a jmesPath expression is defined"
+			}
+		}
+	}
+	return "", ""
 }

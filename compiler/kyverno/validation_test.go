@@ -38,6 +38,20 @@ func TestKyvernoRefusesThePolicy(t *testing.T) {
 		"context with validate.cel": {"  rules:\n  - name: rule\n    match: {any: [{resources: {kinds: [Pod]}}]}\n" +
 			"    context: [{name: n, variable: {value: 1}}]\n    validate: {cel: {expressions: [{expression: \"true\"}]}}\n",
 			`p.yaml:11:14: spec.rules[0].context: Kyverno refuses this policy: path: spec.rules[0]: context variables are not supported for CEL expressions in validate rules`},
+		"a context entry named like a Kyverno variable": {"  rules:\n  - name: rule\n    match: {any: [{resources: {kinds: [Pod]}}]}\n" +
+			"    context: [{name: images.mine, variable: {value: 1}}]\n" + fmt.Sprintf(deny, "latest"),
+			`p.yaml:11:22: spec.rules[0].context[0].name: Kyverno refuses this policy: path: spec.rules[0]: entry name images.mine is invalid as it conflicts with a pre-defined variable images`},
+		"a context variable with a default and no jmesPath": {"  rules:\n  - name: rule\n    match: {any: [{resources: {kinds: [Pod]}}]}\n" +
+			"    context: [{name: n, variable: {value: 1, default: 2}}]\n" + fmt.Sprintf(deny, "latest"),
+			`p.yaml:11:55: spec.rules[0].context[0].variable.default: Kyverno refuses this policy: path: spec.rules[0]: a variable must define a default value only when a jmesPath expression is defined`},
+		"a context variable with neither value nor jmesPath": {"  rules:\n  - name: rule\n    match: {any: [{resources: {kinds: [Pod]}}]}\n" +
+			"    context: [{name: n, variable: {}}]\n" + fmt.Sprintf(deny, "latest"),
+			`p.yaml:11:35: spec.rules[0].context[0].variable: Kyverno refuses this policy: path: spec.rules[0]: a variable must define a value or a jmesPath expression`},
+		"a context variable whose jmesPath does not parse": {"  rules:\n  - name: rule\n    match: {any: [{resources: {kinds: [Pod]}}]}\n" +
+			"    context: [{name: n, variable: {jmesPath: 'a[?'}}]\n" + fmt.Sprintf(deny, "latest"),
+			`p.yaml:11:46: spec.rules[0].context[0].variable.jmesPath: Kyverno refuses this policy: path: spec.rules[0]: failed to parse JMESPath a[?: SyntaxError: Incomplete expression`},
+		"context variables": {"  rules:\n  - name: rule\n    match: {any: [{resources: {kinds: [Pod]}}]}\n" +
+			"    context: [{name: n, variable: {jmesPath: request.object.metadata.name, default: x}}]\n" + fmt.Sprintf(deny, `"{{ n }} uses latest"`), ""},
 		"subjects without background mode": {"  background: false\n  rules:\n  - name: rule\n    match: {any: [{resources: {kinds: [Pod]}}]}\n" + subjects + fmt.Sprintf(deny, "latest"), ""},
 		"element variables inside foreach": {"  rules:\n  - name: rule\n    match: {any: [{resources: {kinds: [Pod]}}]}\n" + fmt.Sprintf(deny, `"{{ request.object.metadata.name }} uses latest"`), ""},
 	}

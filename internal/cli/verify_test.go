@@ -174,7 +174,7 @@ func TestVerifyKyvernoPatternExamplesPassEverything(t *testing.T) {
 		Summary map[string]int `json:"summary"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &rep))
-	assert.Equal(t, map[string]int{"passed": 529, "failed": 0, "unsupported": 0, "errors": 0}, rep.Summary)
+	assert.Equal(t, map[string]int{"passed": 555, "failed": 0, "unsupported": 0, "errors": 0}, rep.Summary)
 	expected := map[string]bool{}
 	for _, r := range rep.Results {
 		expected[strings.Split(r.Case, "/")[0]+" "+r.Expected] = true
@@ -206,7 +206,7 @@ func TestVerifyKyvernoUnsupported(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &rep))
 	assert.Equal(t, map[string]int{"passed": 1, "failed": 0, "unsupported": 7, "errors": 0}, rep.Summary)
 	assert.Equal(t, "namespace-quota/check-quota", rep.Results[0].Test)
-	assert.Equal(t, "testdata/verify/kyverno-unsupported/api-call/policy.yaml:14:5: context.apiCall: a rule's context is loaded by Kyverno at admission (API calls, ConfigMaps, registries, JMESPath variables); an admission policy cannot load it and admitc does not evaluate JMESPath", rep.Results[0].Reason)
+	assert.Equal(t, "testdata/verify/kyverno-unsupported/api-call/policy.yaml:14:7: context.apiCall: Kyverno loads this context entry from outside the admission request (the API server, a ConfigMap, an image registry or its global context); an admission policy cannot load it", rep.Results[0].Reason)
 	assert.Equal(t, "passed", rep.Results[1].Outcome, "the other rule of the same policy still runs")
 	assert.Contains(t, rep.Results[2].Reason, "kyverno test v1.19 does not load paramResources")
 }
@@ -214,10 +214,10 @@ func TestVerifyKyvernoUnsupported(t *testing.T) {
 func TestCompileKeepGoing(t *testing.T) {
 	_, stderr, code := run(t, "compile", "-p", verifyData+"kyverno-unsupported/api-call/policy.yaml", "-b", "vap")
 	assert.Equal(t, ExitUsage, code)
-	assert.Contains(t, stderr, `policy.yaml:14:5: spec.rules[0].context: context.apiCall: `)
+	assert.Contains(t, stderr, `policy.yaml:14:7: spec.rules[0].context[0]: context.apiCall: `)
 	out, stderr, code := run(t, "compile", "-p", verifyData+"kyverno-unsupported/api-call/policy.yaml", "-b", "vap", "--keep-going")
 	require.Equal(t, ExitOK, code, stderr)
-	assert.Contains(t, stderr, `policy.yaml:14:5: skipped: ClusterPolicy "namespace-quota" rule "check-quota": context.apiCall: `)
+	assert.Contains(t, stderr, `policy.yaml:14:7: skipped: ClusterPolicy "namespace-quota" rule "check-quota": context.apiCall: `)
 	assert.Contains(t, stderr, `skipped: ClusterPolicy "namespace-quota" rule "autogen-cronjob-check-quota": context.apiCall`)
 	assert.Contains(t, out, "name: namespace-quota.check-labels\n")
 	assert.Contains(t, out, "name: namespace-quota.autogen-cronjob-check-labels\n")

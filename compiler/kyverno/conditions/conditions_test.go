@@ -142,3 +142,15 @@ func TestMessageWritesListsAsJSON(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, `hosts ["a.io","q\"\u003cb\u003e"] and 2.5`, out)
 }
+
+// A list key is compared with the substituted value, never with the value's
+// text as written: a key equal to that text is not the value.
+func TestInOperatorComparesTheSubstitutedValue(t *testing.T) {
+	e := conditionsOf(t, `{any: [{key: "{{ request.object.spec.names }}", operator: AnyNotIn, value: "{{ request.object.spec.allowed }}"}]}`)
+	out, err := evalCEL(t, e, `{spec: {names: ["{{ request.object.spec.allowed }}"], allowed: [a]}}`, "CREATE")
+	require.NoError(t, err)
+	assert.Equal(t, true, out)
+	out, err = evalCEL(t, e, `{spec: {names: [a], allowed: [a]}}`, "CREATE")
+	require.NoError(t, err)
+	assert.Equal(t, false, out)
+}

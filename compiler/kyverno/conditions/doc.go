@@ -14,14 +14,16 @@
 // serviceAccountNamespace, images (images.go: Kyverno's parsed image
 // references, computed once per policy as ImagesVariable), and in a
 // foreach element, elementIndex and
-// elementN, elementIndexN (Scope.Loops); field access, indexes, `[]`
+// elementN, elementIndexN (Scope.Loops), and the rule's context variables
+// (context.go: Scope.Context, loaded as Kyverno's deferred loader loads
+// them, by name, when a query's text names them); field access, indexes, `[]`
 // flatten, `[*]` and `.*` projections, `[?cond]` filters with comparisons,
 // multi-select lists, `!`, `&&` and `||`, pipes, literals, and the
 // functions of functions.go: the fork's length, to_string, contains,
 // starts_with, ends_with, keys, values and join, and Kyverno's to_upper,
 // to_lower, regex_match and split. Any other construct (other functions,
 // slices, multi-select hashes,
-// other roots such as context entries) is refused with an *Error. Nested
+// other roots) is refused with an *Error. Nested
 // variables ({{ images.containers."{{ element.name }}".tag }}) are
 // substituted inner first, as Kyverno does, when the inner ones name a
 // field (substitute.go nestedText).

@@ -185,7 +185,7 @@ func in(op, k, v string, raw any) (string, error) {
 		single = "true"
 	}
 	sameString := "type(" + v + ") == string && size(kl) == 1 && kl[0] == " + v
-	if lit, ok := raw.(string); ok {
+	if lit, ok := raw.(string); ok && !variableRegex.MatchString(lit) {
 		sameString = "size(kl) == 1 && kl[0] == " + quote(lit)
 	}
 	list := bind("kl", k+".map(e, "+sprint("e")+")", "("+sameString+") ? "+single+" : "+bind("vl", setVs, "vl != null && "+set))

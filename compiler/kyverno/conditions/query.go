@@ -29,6 +29,9 @@ type Scope struct {
 	// functions, whose other errors CEL cannot catch, are refused there.
 	Capture bool
 
+	// Context are the rule's context variables, in the rule's order.
+	Context []Variable
+
 	// keys are the CEL texts of the inner variables of a nested {{ }}
 	// variable, by placeholder; bareKeys says which placeholders are bare
 	// identifiers in the query (the others are quoted).
@@ -51,6 +54,9 @@ type translator struct {
 	scope Scope
 	query string
 	fresh *int
+	// vars name the CEL variables that hold the context variables the
+	// query loads (withLoads binds them).
+	vars map[string]string
 }
 
 // value is a lowered node: CEL text, or a pseudo value naming a part of
@@ -68,7 +74,11 @@ func Query(q string, s Scope, fresh *int) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("JMESPath %q does not parse: %v", q, err)
 	}
-	t := &translator{scope: s, query: q, fresh: fresh}
+	loads := s.loads(q)
+	t := &translator{scope: s, query: q, fresh: fresh, vars: map[string]string{}}
+	for _, i := range loads {
+		t.vars[s.Context[i].Name] = t.name()
+	}
 	v, err := t.node(node, value{pseudo: "$"}, true)
 	if err != nil {
 		return "", err
@@ -76,7 +86,19 @@ func Query(q string, s Scope, fresh *int) (string, error) {
 	if v.pseudo != "" {
 		return "", t.refuse("%s is not a value admitc reads", pseudoName(v.pseudo))
 	}
-	return v.cel, nil
+	return withLoads(v.cel, s, loads, t.vars, fresh)
+}
+
+// QueryOn translates the JMESPath query q applied to the value of the CEL
+// expression root rather than to Kyverno's context (a context variable's
+// jmesPath on its value), with the same errors as Query.
+func QueryOn(q, root string, s Scope, fresh *int) (string, error) {
+	node, err := gojmespath.NewParser().Parse(q)
+	if err != nil {
+		return "", fmt.Errorf("JMESPath %q does not parse: %v", q, err)
+	}
+	t := &translator{scope: s, query: q, fresh: fresh}
+	return t.concrete(node, value{cel: root}, true)
 }
 
 func pseudoName(p string) string {
@@ -377,6 +399,9 @@ func (t *translator) rootField(pseudo, key string, strict bool) (value, error) {
 	if pseudo == "$" {
 		if v, ok := t.loopName(key); ok {
 			return v, nil
+		}
+		if n, ok := t.vars[key]; ok {
+			return value{cel: n}, nil
 		}
 	}
 	name := key

@@ -1,0 +1,142 @@
+package kyverno_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/admitc/admitc/compiler"
+	"github.com/admitc/admitc/runtime"
+)
+
+// contextRule is a ClusterPolicy with one Pod rule: its context entries
+// and its rule body (both YAML, indented for the rule's fields).
+func contextRule(entries, body string) string {
+	return `apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: r
+  annotations:
+    pod-policies.kyverno.io/autogen-controllers: none
+spec:
+  rules:
+  - name: rule
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+    context:
+` + entries + body
+}
+
+const denyTeam = `    validate:
+      failureAction: Enforce
+      message: "team {{ team }} may not deploy"
+      deny:
+        conditions:
+          any:
+          - {key: "{{ team }}", operator: AnyIn, value: [blocked, unassigned]}
+`
+
+// A context variable is computed as Kyverno's variable loader computes it,
+// when a query first names it: a jmesPath on the context with its default,
+// a value, a jmesPath on a value, an entry reading an earlier one; an entry
+// that fails fails the rule (and failurePolicy decides), one never read
+// does not matter.
+func TestContextVariables(t *testing.T) {
+	cases := map[string]struct {
+		entries string
+		labels  map[string]any
+		want    []string
+	}{
+		"jmesPath, label set": {"    - {name: team, variable: {jmesPath: request.object.metadata.labels.team, default: unassigned}}\n",
+			map[string]any{"team": "payments"}, nil},
+		"jmesPath, default taken": {"    - {name: team, variable: {jmesPath: request.object.metadata.labels.team, default: unassigned}}\n",
+			map[string]any{}, []string{"[r.rule] team unassigned may not deploy"}},
+		"value": {"    - {name: team, variable: {value: blocked}}\n",
+			map[string]any{}, []string{"[r.rule] team blocked may not deploy"}},
+		"jmesPath on a value": {"    - {name: team, variable: {value: '{{ request.object.metadata.labels }}', jmesPath: owner, default: unassigned}}\n",
+			map[string]any{"owner": "blocked"}, []string{"[r.rule] team blocked may not deploy"}},
+		"an earlier entry": {"    - {name: labels, variable: {jmesPath: request.object.metadata.labels}}\n    - {name: team, variable: {jmesPath: 'labels.team || ''unassigned'''}}\n",
+			map[string]any{"team": "search"}, nil},
+		"an entry never read fails": {"    - {name: broken, variable: {jmesPath: request.object.missing}}\n    - {name: team, variable: {value: search}}\n",
+			map[string]any{}, nil},
+		"a failing entry fails the rule": {"    - {name: team, variable: {jmesPath: request.object.metadata.labels.team}}\n",
+			map[string]any{}, []string{"evaluation error"}},
+		"an entry that evaluates to null fails the rule": {"    - {name: team, variable: {jmesPath: request.object.metadata.labels.team}}\n",
+			map[string]any{"team": nil}, []string{"evaluated to nil"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			set, diags := compiler.Compile([]compiler.Source{{Name: "p.yaml", Data: []byte(contextRule(tc.entries, denyTeam))}}, compiler.Options{})
+			require.Empty(t, diags)
+			require.Empty(t, set.Skipped)
+			e, err := runtime.NewEngine(set)
+			require.NoError(t, err)
+			p := pod(t, `{containers: [{name: a, image: "a:1"}]}`)
+			p.Object["metadata"].(map[string]any)["labels"] = tc.labels
+			res, err := e.Admit(context.Background(), runtime.RequestFor(p, nil, "default"))
+			require.NoError(t, err)
+			if len(tc.want) == 1 && tc.want[0] == "evaluated to nil" {
+				require.False(t, res.Allowed())
+				assert.Contains(t, strings.Join(res.Denials(), "\n"), "failed to add context entry for variable team since it evaluated to nil")
+				return
+			}
+			if len(tc.want) == 1 && tc.want[0] == "evaluation error" {
+				require.False(t, res.Allowed())
+				assert.Contains(t, strings.Join(res.Denials(), "\n"), "no such key: team")
+				return
+			}
+			assert.Equal(t, tc.want, res.Denials())
+		})
+	}
+}
+
+// What admitc does not translate in a rule's context is refused at the
+// entry, with the reason; Kyverno's own refusals are in validation_test.go.
+func TestContextRefusals(t *testing.T) {
+	foreachList := `    validate:
+      failureAction: Enforce
+      foreach:
+      - list: workers
+        deny: {conditions: {any: [{key: "{{ element.name }}", operator: Equals, value: x}]}}
+`
+	cases := map[string]struct{ entries, body, want string }{
+		"configMap": {"    - {name: cm, configMap: {name: c, namespace: n}}\n", denyTeam,
+			`p.yaml:15:7: spec.rules[0].context[0]: context.configMap: Kyverno loads this context entry from outside the admission request (the API server, a ConfigMap, an image registry or its global context); an admission policy cannot load it`},
+		"a name with a dot": {"    - {name: team.name, variable: {value: x}}\n", denyTeam,
+			`p.yaml:15:14: spec.rules[0].context[0].name: context.variable: the context variable name "team.name" is not a JMESPath identifier, which admitc needs to read it`},
+		"a foreach element's name": {"    - {name: element0, variable: {value: x}}\n", denyTeam,
+			`p.yaml:15:14: spec.rules[0].context[0].name: context.variable: the context variable name "element0" is also the name of a foreach element or index`},
+		"two entries of one name": {"    - {name: team, variable: {value: x}}\n    - {name: team, variable: {value: y}}\n", denyTeam,
+			`p.yaml:16:14: spec.rules[0].context[1].name: context.variable: a second context variable named "team" is not translated (Kyverno loads both, the later replacing the earlier)`},
+		"a variable in the jmesPath": {"    - {name: team, variable: {jmesPath: 'request.object.metadata.labels.{{ request.namespace }}'}}\n", denyTeam,
+			`p.yaml:15:41: spec.rules[0].context[0].variable.jmesPath: context.variable: {{ }} variables inside a context variable's jmesPath are not translated`},
+		"a later entry": {"    - {name: team, variable: {jmesPath: owner}}\n    - {name: owner, variable: {value: x}}\n", denyTeam,
+			`p.yaml:23:19: spec.rules[0].validate.deny.conditions.any[0].key: validate.deny: context variable team: JMESPath "owner": owner is not in the context admitc translates (request.object, request.oldObject, request.operation, request.namespace, request.name, request.userInfo.username/groups, serviceAccountName/Namespace, images, element, elementIndex, elementN and elementIndexN in a foreach)`},
+		"a function where Kyverno handles the error": {"    - {name: workers, variable: {jmesPath: \"request.object.spec.containers[?starts_with(name, 'w')]\"}}\n", foreachList,
+			`p.yaml:19:15: spec.rules[0].validate.foreach[0].list: validate.foreach list: context variable workers: JMESPath "request.object.spec.containers[?starts_with(name, 'w')]": function starts_with() in a foreach list or a foreach precondition is not translated: Kyverno handles an evaluation error there (skipping the entry or the element), and a function's error is one CEL cannot catch`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			set, diags := compiler.Compile([]compiler.Source{{Name: "p.yaml", Data: []byte(contextRule(tc.entries, tc.body))}}, compiler.Options{KeepGoing: true})
+			require.Empty(t, diags)
+			require.Len(t, set.Skipped, 1)
+			sk := set.Skipped[0]
+			assert.Equal(t, tc.want, fmt.Sprintf("%s:%d:%d: %s: %s: %s", sk.Origin.File, sk.Origin.Line, sk.Origin.Column, sk.Origin.Path, sk.Feature, sk.Reason))
+			assert.Empty(t, set.Policies)
+		})
+	}
+
+	// A mutate rule's context stays refused.
+	mutate := strings.Replace(contextRule("    - {name: team, variable: {value: x}}\n", "    mutate:\n      patchStrategicMerge:\n        metadata:\n          labels:\n            team: '{{ team }}'\n"), "kinds: [Pod]", "kinds: [Pod]", 1)
+	set, diags := compiler.Compile([]compiler.Source{{Name: "p.yaml", Data: []byte(mutate)}}, compiler.Options{KeepGoing: true})
+	require.Empty(t, diags)
+	require.Len(t, set.Skipped, 1)
+	assert.Equal(t, "context.variable", set.Skipped[0].Feature)
+	assert.Contains(t, set.Skipped[0].Reason, "context variables of mutate rules are not translated yet")
+}
