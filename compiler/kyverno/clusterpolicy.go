@@ -308,8 +308,8 @@ func ruleContext(rule kyvernov1.Rule, path string) ([]conditions.Variable, *refu
 		}
 		v := e.Variable
 		switch {
-		case rule.Mutation != nil:
-			return nil, &refusal{"context.variable", at, "context variables of mutate rules are not translated yet (Kyverno reloads them as the rule patches the object); they are translated in validate rules"}
+		case rule.Mutation != nil && len(rule.Mutation.ForEachMutation) > 0:
+			return nil, &refusal{"context.variable", at, "context variables of mutate.foreach rules are not translated yet (Kyverno reloads them as each element patches the object); they are translated in validate rules and in other mutate rules"}
 		case !contextNameRegex.MatchString(e.Name):
 			return nil, &refusal{"context.variable", at + ".name", fmt.Sprintf("the context variable name %q is not a JMESPath identifier, which admitc needs to read it", e.Name)}
 		case loopNameRegex.MatchString(e.Name):

@@ -2,6 +2,7 @@ package kyverno_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -132,11 +133,52 @@ func TestContextRefusals(t *testing.T) {
 		})
 	}
 
-	// A mutate rule's context stays refused.
-	mutate := strings.Replace(contextRule("    - {name: team, variable: {value: x}}\n", "    mutate:\n      patchStrategicMerge:\n        metadata:\n          labels:\n            team: '{{ team }}'\n"), "kinds: [Pod]", "kinds: [Pod]", 1)
-	set, diags := compiler.Compile([]compiler.Source{{Name: "p.yaml", Data: []byte(mutate)}}, compiler.Options{KeepGoing: true})
+	// A mutate.foreach rule's context stays refused.
+	foreach := contextRule("    - {name: team, variable: {value: x}}\n", "    mutate:\n      foreach:\n      - list: request.object.spec.containers\n        patchStrategicMerge:\n          metadata:\n            labels:\n              team: '{{ team }}'\n")
+	set, diags := compiler.Compile([]compiler.Source{{Name: "p.yaml", Data: []byte(foreach)}}, compiler.Options{KeepGoing: true})
 	require.Empty(t, diags)
 	require.Len(t, set.Skipped, 1)
 	assert.Equal(t, "context.variable", set.Skipped[0].Feature)
-	assert.Contains(t, set.Skipped[0].Reason, "context variables of mutate rules are not translated yet")
+	assert.Contains(t, set.Skipped[0].Reason, "context variables of mutate.foreach rules are not translated yet")
+}
+
+// A mutate rule reads its context variables in its patch; before patching,
+// Kyverno substitutes the variables of the whole rule, so a context value
+// that does not resolve fails the rule even when no patch reads it.
+func TestMutateRuleContextVariables(t *testing.T) {
+	const patch = `    mutate:
+      patchStrategicMerge:
+        metadata:
+          annotations:
+            team: "{{ team }}"
+`
+	cases := map[string]struct {
+		entries string
+		want    string
+	}{
+		"read":                 {"    - {name: team, variable: {jmesPath: request.object.metadata.labels.team, default: none}}\n", `[{"op":"add","path":"/metadata/annotations","value":{"team":"none"}}]`},
+		"a value never read":   {"    - {name: team, variable: {value: web}}\n    - {name: broken, variable: {value: '{{ request.object.metadata.labels.missing }}'}}\n", "error"},
+		"a default never read": {"    - {name: team, variable: {value: web}}\n    - {name: other, variable: {jmesPath: request.object.metadata.name, default: '{{ request.object.metadata.labels.missing }}'}}\n", "error"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			set, diags := compiler.Compile([]compiler.Source{{Name: "p.yaml", Data: []byte(contextRule(tc.entries, patch))}}, compiler.Options{})
+			require.Empty(t, diags)
+			require.Empty(t, set.Skipped)
+			e, err := runtime.NewEngine(set)
+			require.NoError(t, err)
+			p := pod(t, `{containers: [{name: a, image: "a:1"}]}`)
+			res, err := e.Admit(context.Background(), runtime.RequestFor(p, nil, "default"))
+			require.NoError(t, err)
+			if tc.want == "error" {
+				assert.False(t, res.Allowed())
+				assert.Contains(t, strings.Join(res.Denials(), "\n"), "missing")
+				return
+			}
+			require.True(t, res.Allowed(), res.Denials())
+			data, err := json.Marshal(res.Patch)
+			require.NoError(t, err)
+			assert.JSONEq(t, tc.want, string(data))
+		})
+	}
 }

@@ -48,8 +48,8 @@
 //     one per autogen target group (pkg/cel/policies/*/autogen).
 //
 // A rule or policy that needs something admitc cannot evaluate offline
-// (context entries loaded from outside the request, context in mutate
-// rules and foreach entries, JMESPath outside the conditions subset, {{ }}
+// (context entries loaded from outside the request, context in
+// mutate.foreach rules and foreach entries, JMESPath outside the conditions subset, {{ }}
 // variables in patterns, $( ) references in foreach messages, nested foreach
 // mutations and mutate targets, generate, verifyImages, Kyverno-only CEL
 // libraries, roles and

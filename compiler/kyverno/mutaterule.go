@@ -1,8 +1,13 @@
 package kyverno
 
 import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
 	kyvernov1 "github.com/kyverno/kyverno/api/kyverno/v1"
 
+	"github.com/admitc/admitc/compiler/kyverno/conditions"
 	"github.com/admitc/admitc/compiler/kyverno/mutate"
 	"github.com/admitc/admitc/ir"
 )
@@ -45,20 +50,28 @@ func (r *reader) mutateRule(pol *ir.Policy, c computedRule, path string) *refusa
 		return r.mutateForEachRule(pol, c, path)
 	}
 	if p := m.GetPatchStrategicMerge(); p != nil {
-		s, err := mutate.TranslateStrategicMerge(p)
+		s, err := mutate.TranslateStrategicMergeIn(p, r.scope(conditions.Scope{}))
 		if err != nil {
 			return r.mutateConstructRefusal(mp, err, c.autogenOf != "")
 		}
 		o := r.origin(mp + ".patchStrategicMerge")
+		forced, f := r.contextSubstitution(path)
+		if f != nil {
+			return f
+		}
 		pol.Variables = append(pol.Variables, ir.NamedExpression{Name: PatchWalkVariable, Expression: s.Walk, Origin: o})
-		pol.Mutations = []ir.Mutation{{PatchType: ir.JSONPatch, Expression: s.Expression("variables." + PatchWalkVariable), Origin: o}}
+		pol.Mutations = []ir.Mutation{{PatchType: ir.JSONPatch, Expression: forced(s.Expression("variables." + PatchWalkVariable)), Origin: o}}
 		return nil
 	}
 	e, err := mutate.JSON6902(m.PatchesJSON6902)
 	if err != nil {
 		return r.mutateConstructRefusal(mp, err, false)
 	}
-	pol.Mutations = []ir.Mutation{{PatchType: ir.JSONPatch, Expression: e, Origin: r.origin(mp + ".patchesJson6902")}}
+	forced, f := r.contextSubstitution(path)
+	if f != nil {
+		return f
+	}
+	pol.Mutations = []ir.Mutation{{PatchType: ir.JSONPatch, Expression: forced(e), Origin: r.origin(mp + ".patchesJson6902")}}
 	return nil
 }
 
@@ -71,4 +84,40 @@ func (r *reader) mutateConstructRefusal(mp string, err error, autogen bool) *ref
 		at, why = r.constructAt(mp, me.Path, autogen), me.Reason
 	}
 	return &refusal{"mutate construct", at, why}
+}
+
+// contextSubstitution is what Kyverno's mutate handler does before it
+// patches: it substitutes the {{ }} variables of the whole rule
+// (SubstituteAllInRule), its context entries' values and defaults
+// included, so one of them that does not resolve fails the rule even when
+// no patch reads the entry. forced wraps a mutation expression so that
+// those substitutions are evaluated first (an error is the rule's error).
+func (r *reader) contextSubstitution(path string) (forced func(string) string, f *refusal) {
+	var names, values []string
+	fresh := 0
+	for i, v := range r.vars {
+		for _, x := range []struct {
+			set   bool
+			value any
+			field string
+		}{{v.HasValue, v.Value, "value"}, {v.HasDefault, v.Default, "default"}} {
+			if !x.set {
+				continue
+			}
+			if data, _ := json.Marshal(x.value); !strings.Contains(string(data), "{{") {
+				continue
+			}
+			c, err := conditions.Value(x.value, r.scope(conditions.Scope{}), &fresh)
+			if err != nil {
+				return nil, &refusal{"context.variable", fmt.Sprintf("%s.context[%d].variable.%s", path, i, x.field), err.Error()}
+			}
+			names, values = append(names, fmt.Sprintf("ctxsub%d", len(names))), append(values, c)
+		}
+	}
+	return func(e string) string {
+		for i := len(names) - 1; i >= 0; i-- {
+			e = "[dyn(" + values[i] + ")].map(" + names[i] + ", " + e + ")[0]"
+		}
+		return e
+	}, nil
 }

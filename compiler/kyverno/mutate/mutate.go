@@ -1,5 +1,7 @@
 package mutate
 
+import "github.com/admitc/admitc/compiler/kyverno/conditions"
+
 // StrategicMerge is a translated patchStrategicMerge.
 type StrategicMerge struct {
 	// Walk is a CEL string: '' when Kyverno's preprocessing goes through
@@ -15,16 +17,22 @@ type StrategicMerge struct {
 // TranslateStrategicMerge translates a patchStrategicMerge overlay, read
 // from JSON as Kyverno reads it.
 func TranslateStrategicMerge(overlay any) (StrategicMerge, error) {
+	return TranslateStrategicMergeIn(overlay, conditions.Scope{})
+}
+
+// TranslateStrategicMergeIn is TranslateStrategicMerge with its {{ }}
+// variables read in the scope s (the rule's context variables).
+func TranslateStrategicMergeIn(overlay any, s conditions.Scope) (StrategicMerge, error) {
 	m, ok := overlay.(map[string]any)
 	if !ok {
 		return StrategicMerge{}, errorf("patchStrategicMerge", "an overlay that is not a map is not translated")
 	}
-	r := &reader{}
+	r := &reader{scope: s}
 	n, err := r.readMap(m, "patchStrategicMerge", "")
 	if err != nil {
 		return StrategicMerge{}, err
 	}
-	w := &walker{}
+	w := &walker{scope: s}
 	root := at{present: "true", value: "object"}
 	walk, err := w.walk(n, root)
 	if err != nil {
