@@ -152,6 +152,10 @@ func (r *reader) rule(p *clusterPolicyObject, c computedRule) {
 			pol.FailurePolicy = ir.Ignore
 		}
 	}
+	if f := r.contextVariables(pol, path); f != nil {
+		r.skip(ref, f.path, f.feature, "%s", f.why)
+		return
+	}
 	pol.Bindings = []ir.Binding{b}
 	if pol.ParamKind != nil && b.ParamRef == nil {
 		r.errorf(path+".validate.cel", "paramKind needs a paramRef: the parameter objects this rule reads")
@@ -351,10 +355,69 @@ func untyped(x any) (any, error) {
 	return out, err
 }
 
-// scope is s with the current rule's context variables.
+// scope is s with the current rule's context variables, computed where
+// they are read (a match condition reads no policy variable).
 func (r *reader) scope(s conditions.Scope) conditions.Scope {
 	s.Context = r.vars
 	return s
+}
+
+// ContextVariablePrefix names the policy variable holding a rule's context
+// variable: kyvernoContext_NAME.
+const ContextVariablePrefix = "kyvernoContext_"
+
+// validationScope is scope for the CEL of a validate rule's variables,
+// validations and messages: a context variable read at rule level is read
+// from its policy variable (contextVariables declares it).
+func (r *reader) validationScope(s conditions.Scope) conditions.Scope {
+	s = r.scope(s)
+	s.ContextVariables = "variables." + ContextVariablePrefix
+	return s
+}
+
+// contextVariables declares, first among pol's variables, the context
+// variables its CEL reads (and those these read), in the rule's order.
+func (r *reader) contextVariables(pol *ir.Policy, path string) *refusal {
+	if len(r.vars) == 0 {
+		return nil
+	}
+	var text strings.Builder
+	for _, v := range pol.Variables {
+		text.WriteString(v.Expression + "\n")
+	}
+	for _, v := range pol.Validations {
+		text.WriteString(v.Expression + "\n" + v.MessageExpression + "\n")
+	}
+	for _, a := range pol.AuditAnnotations {
+		text.WriteString(a.ValueExpression + "\n")
+	}
+	s := r.validationScope(conditions.Scope{})
+	needed := make([]string, len(r.vars))
+	for i := len(r.vars) - 1; i >= 0; i-- {
+		name := ContextVariablePrefix + r.vars[i].Name
+		if !referencesVariable(text.String(), name) {
+			continue
+		}
+		e, err := s.VariableExpression(i)
+		if err != nil {
+			return &refusal{"context.variable", fmt.Sprintf("%s.context[%d]", path, i), err.Error()}
+		}
+		needed[i] = e
+		text.WriteString(e + "\n")
+	}
+	var vars []ir.NamedExpression
+	for i, e := range needed {
+		if e != "" {
+			vars = append(vars, ir.NamedExpression{Name: ContextVariablePrefix + r.vars[i].Name, Expression: e, Origin: r.origin(fmt.Sprintf("%s.context[%d].variable", path, i))})
+		}
+	}
+	pol.Variables = append(vars, pol.Variables...)
+	return nil
+}
+
+// referencesVariable says whether the CEL text reads variables.NAME.
+func referencesVariable(text, name string) bool {
+	return regexp.MustCompile(`\bvariables\.` + regexp.QuoteMeta(name) + `\b`).MatchString(text)
 }
 
 func contextFeature(e kyvernov1.ContextEntry) string {

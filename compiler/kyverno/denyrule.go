@@ -35,7 +35,7 @@ const (
 func (r *reader) denyRule(pol *ir.Policy, c computedRule, path string, m loweredMatch, enforce bool) *refusal {
 	v := c.rule.Validation
 	vp := path + ".validate.deny"
-	conds, f := r.denyConditions(v.Deny, vp, r.scope(conditions.Scope{}))
+	conds, f := r.denyConditions(v.Deny, vp, r.validationScope(conditions.Scope{}))
 	if f != nil {
 		return f
 	}
@@ -154,7 +154,7 @@ func (r *reader) denyMessage(c computedRule, path string) (string, *refusal) {
 		return m, nil
 	}
 	fresh := 0
-	e, err := conditions.Message(m, r.scope(conditions.Scope{}), &fresh)
+	e, err := conditions.Message(m, r.validationScope(conditions.Scope{}), &fresh)
 	if err != nil {
 		return "", &refusal{"validate.message variables", path + ".validate.message", err.Error()}
 	}

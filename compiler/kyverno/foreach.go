@@ -90,7 +90,7 @@ func (r *reader) foreachRule(pol *ir.Policy, c computedRule, path string, m lowe
 	if l.deferred && nested(v.ForEachValidation) {
 		return &refusal{"validate.message variables", path + ".validate.message", "{{ }} variables in the message of a rule with a nested foreach are not translated"}
 	}
-	res, f := l.entries(v.ForEachValidation, vp, loopContext{scope: r.scope(conditions.Scope{}), target: "null", resource: "object", onDelete: true}, true)
+	res, f := l.entries(v.ForEachValidation, vp, loopContext{scope: r.validationScope(conditions.Scope{}), target: "null", resource: "object", onDelete: true}, true)
 	if f != nil {
 		return f
 	}
@@ -204,11 +204,9 @@ func (l *foreachLowering) entry(fe *kyvernov1.ForEachValidation, k int, path str
 	}
 	s := ctx.scope
 	s.Capture = true
-	if s.Object == "" {
-		// Kyverno queries the list without its {{ }} substitution, which
-		// alone reads request.object as the old object on DELETE.
-		s.Object = "object"
-	}
+	// Kyverno queries the list without its {{ }} substitution, which
+	// alone reads request.object as the old object on DELETE.
+	s.Raw = true
 	fresh := l.fresh
 	list, err := conditions.Query(fe.List, s, &fresh)
 	l.fresh = fresh
@@ -390,7 +388,7 @@ func (l *foreachLowering) validationMessage(val *ir.Validation, v *kyvernov1.Val
 func (l *foreachLowering) entryMessage(fe *kyvernov1.ForEachValidation, k int, parts, path string) (string, bool, *refusal) {
 	list := "variables." + ListVariable + strconv.Itoa(k)
 	el, ix := l.name("mel"), l.name("mix")
-	s := l.r.scope(conditions.Scope{Element: el, ElementIndex: "double(" + ix + ")", Loops: []conditions.Loop{{Element: el, Index: "double(" + ix + ")"}}})
+	s := l.r.validationScope(conditions.Scope{Element: el, ElementIndex: "double(" + ix + ")", Loops: []conditions.Loop{{Element: el, Index: "double(" + ix + ")"}}})
 	fresh := l.fresh
 	m, err := conditions.Message(l.message, s, &fresh)
 	l.fresh = fresh

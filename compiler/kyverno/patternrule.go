@@ -85,7 +85,7 @@ func (r *reader) patternRule(pol *ir.Policy, c computedRule, path string, m lowe
 // substitution error there) and the decision.
 func (r *reader) patternMessage(val *ir.Validation, e pattern.Expr, ref, rule, message, path string) *refusal {
 	fresh := 0
-	m, err := conditions.Message(message, r.scope(conditions.Scope{}), &fresh)
+	m, err := conditions.Message(message, r.validationScope(conditions.Scope{}), &fresh)
 	if err != nil {
 		return &refusal{"validate.message variables", path + ".validate.message", err.Error()}
 	}

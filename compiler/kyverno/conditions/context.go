@@ -49,6 +49,12 @@ func withLoads(c string, s Scope, loads []int, names map[string]string, fresh *i
 	out := c
 	for j := len(loads) - 1; j >= 0; j-- {
 		v := s.Context[loads[j]]
+		if s.readsVariables() {
+			// Evaluated even when the query does not read it (Kyverno
+			// loads it): no textual substitution.
+			out = "[" + s.ContextVariables + v.Name + "].map(" + names[v.Name] + ", " + out + ")[0]"
+			continue
+		}
 		def, err := s.variable(loads[j], fresh)
 		if err != nil {
 			return "", err
@@ -62,13 +68,29 @@ func withLoads(c string, s Scope, loads []int, names map[string]string, fresh *i
 	return out, nil
 }
 
+// readsVariables says whether the context variables are read from the
+// policy variables: at rule level (the request's object, no foreach
+// capture), where they hold what Kyverno computes.
+func (s Scope) readsVariables() bool {
+	return s.ContextVariables != "" && !s.Capture && s.Object == "" && s.OldObject == "" && s.Operation == ""
+}
+
+// VariableExpression is the CEL of the policy variable holding the i-th
+// context variable, read at rule level; it reads the earlier ones from
+// their policy variables when s.ContextVariables is set.
+func (s Scope) VariableExpression(i int) (string, error) {
+	s.Capture, s.Object, s.OldObject, s.Operation = false, "", "", ""
+	fresh := 0
+	return s.variable(i, &fresh)
+}
+
 // variable is the CEL value of the i-th context entry, evaluated as
 // Kyverno's loader does at rule level (no foreach element; the earlier
 // entries visible). It fails evaluation where Kyverno's loader fails;
 // under Capture it is UnknownKey there instead.
 func (s Scope) variable(i int, fresh *int) (string, error) {
 	v := s.Context[i]
-	base := Scope{Object: s.Object, OldObject: s.OldObject, Operation: s.Operation, Capture: s.Capture, Context: s.Context[:i]}
+	base := Scope{Object: s.Object, OldObject: s.OldObject, Operation: s.Operation, Capture: s.Capture, Context: s.Context[:i], ContextVariables: s.ContextVariables}
 	name := func(prefix string) string {
 		n := fmt.Sprintf("%s%d", prefix, *fresh)
 		*fresh++
@@ -126,11 +148,9 @@ func (s Scope) variable(i int, fresh *int) (string, error) {
 		}
 		out = bind(in, "dyn("+c+")", notNil(body))
 	default:
-		if qs.Object == "" {
-			// The loader queries the context as is: unlike a {{ }}
-			// substitution, it reads request.object (null) on DELETE.
-			qs.Object = "object"
-		}
+		// The loader queries the context as is: unlike a {{ }}
+		// substitution, it reads request.object (null) on DELETE.
+		qs.Raw = true
 		q, err := Query(v.JMESPath, qs, fresh)
 		if err != nil {
 			return fail("", err)

@@ -22,6 +22,11 @@ type Scope struct {
 	// request.oldObject and request.operation read; empty means the
 	// admission request's (request.object reads the old object on DELETE).
 	Object, OldObject, Operation string
+	// Raw makes request.object read the request's object as it is (null on
+	// DELETE) when Object is empty: Kyverno's queries on its context
+	// outside a {{ }} substitution (a foreach list, a context variable's
+	// jmesPath) do not rewrite it to the old object.
+	Raw bool
 	// Capture makes a key missing on the query's strict path (Kyverno's
 	// "Unknown key" error) give the value UnknownKey instead of failing
 	// evaluation, for the places where Kyverno handles that error (a
@@ -31,6 +36,12 @@ type Scope struct {
 
 	// Context are the rule's context variables, in the rule's order.
 	Context []Variable
+	// ContextVariables, when set, is the prefix of the policy variables
+	// that hold the context variables ("variables.kyvernoContext_"; see
+	// VariableExpression): a query read at rule level, without Capture,
+	// reads them there instead of computing them inline (match conditions
+	// cannot read policy variables).
+	ContextVariables string
 
 	// keys are the CEL texts of the inner variables of a nested {{ }}
 	// variable, by placeholder; bareKeys says which placeholders are bare
@@ -375,6 +386,9 @@ func (t *translator) rootField(pseudo, key string, strict bool) (value, error) {
 	case "request.object":
 		if t.scope.Object != "" {
 			return value{cel: t.scope.Object}, nil
+		}
+		if t.scope.Raw {
+			return value{cel: "object"}, nil
 		}
 		return value{cel: "(request.operation == 'DELETE' ? oldObject : object)"}, nil
 	case "request.oldObject":
