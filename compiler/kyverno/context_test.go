@@ -97,6 +97,28 @@ func TestContextVariables(t *testing.T) {
 	}
 }
 
+// A context variable read at rule level is a named policy variable; a
+// match condition (the rule's preconditions) computes it inline.
+func TestContextVariablesAreNamedPolicyVariables(t *testing.T) {
+	src := contextRule("    - {name: labels, variable: {jmesPath: request.object.metadata.labels, default: {}}}\n    - {name: team, variable: {value: '{{ labels.team || ''none'' }}'}}\n    - {name: unused, variable: {value: x}}\n",
+		"    preconditions: {all: [{key: '{{ team }}', operator: NotEquals, value: exempt}]}\n"+denyTeam)
+	set, diags := compiler.Compile([]compiler.Source{{Name: "p.yaml", Data: []byte(src)}}, compiler.Options{})
+	require.Empty(t, diags)
+	require.Len(t, set.Policies, 1)
+	pol := set.Policies[0]
+	var names []string
+	for _, v := range pol.Variables {
+		names = append(names, v.Name)
+	}
+	assert.Equal(t, []string{"kyvernoContext_labels", "kyvernoContext_team", "kyvernoDeny", "kyvernoDenyBefore", "kyvernoOutcome"}, names)
+	assert.Contains(t, pol.Variables[1].Expression, "variables.kyvernoContext_labels")
+	assert.Contains(t, pol.Variables[2].Expression, "variables.kyvernoContext_team")
+	assert.Contains(t, pol.Validations[0].MessageExpression, "variables.kyvernoContext_team")
+	for _, m := range pol.MatchConditions {
+		assert.NotContains(t, m.Expression, "variables.")
+	}
+}
+
 // What admitc does not translate in a rule's context is refused at the
 // entry, with the reason; Kyverno's own refusals are in validation_test.go.
 func TestContextRefusals(t *testing.T) {
