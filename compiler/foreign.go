@@ -111,11 +111,19 @@ func oneOrNone(p *ir.Policy) []*ir.Policy {
 func (r *reader) compileForeign(f *foreignWork, names map[string]ir.Origin) []ir.Policy {
 	var out []ir.Policy
 	broken := map[string]bool{}
+	// refused holds the refusal of a translated rule whose CEL does not
+	// compile: the policies generated from it (not checked, as broken)
+	// are refused with it.
+	refused := map[string]ir.Skipped{}
 	for i, p := range f.policies {
 		c := f.checks[i]
 		before := len(r.diags)
 		if p.From != nil && p.From.AutogenOf != "" {
 			r.claimName(p.Name, p.Origin, p.From.AutogenOf, names)
+			if sk, ok := refused[p.From.AutogenOf]; ok {
+				f.skipped = append(f.skipped, ir.Skipped{Origin: p.Origin, From: *p.From, Feature: sk.Feature, Reason: sk.Reason})
+				continue
+			}
 			if !broken[p.From.AutogenOf] {
 				r.takeGenerated(c)
 			}
@@ -131,6 +139,7 @@ func (r *reader) compileForeign(f *foreignWork, names map[string]ir.Origin) []ir
 			broken[sourceName(p.From)] = true
 		}
 		if r.refuseUncheckedTranslation(f, p, before) {
+			refused[sourceName(p.From)] = f.skipped[len(f.skipped)-1]
 			continue
 		}
 		out = append(out, *p)

@@ -278,3 +278,34 @@ spec:
 	require.Empty(t, diags)
 	assert.Equal(t, []string{"mixed.images", "mixed.namespace"}, names(set))
 }
+
+// The policies Kyverno's autogen makes from a rule whose translation does
+// not compile are refused with it: none is written unchecked.
+func TestAutogenOfAnUncheckedTranslationIsRefusedWithIt(t *testing.T) {
+	const src = `apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: mixed
+spec:
+  rules:
+  - name: images
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    validate:
+      failureAction: Enforce
+      deny:
+        conditions:
+          any:
+          - key: "{{ images.containers.*.tag }}"
+            operator: AnyIn
+            value: [latest]
+`
+	set, diags := Compile([]Source{{Name: "p.yaml", Data: []byte(src)}}, Options{KubeVersion: version.MajorMinor(1, 31), KeepGoing: true})
+	require.Empty(t, diags)
+	assert.Empty(t, names(set))
+	var rules []string
+	for _, sk := range set.Skipped {
+		rules = append(rules, sk.From.Rule)
+		assert.Contains(t, sk.Reason, "does not compile for this Kubernetes version")
+	}
+	assert.Equal(t, []string{"images", "autogen-images", "autogen-cronjob-images"}, rules)
+}

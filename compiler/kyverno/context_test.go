@@ -142,7 +142,7 @@ func TestContextRefusals(t *testing.T) {
 		"a later entry": {"    - {name: team, variable: {jmesPath: owner}}\n    - {name: owner, variable: {value: x}}\n", denyTeam,
 			`p.yaml:23:19: spec.rules[0].validate.deny.conditions.any[0].key: validate.deny: context variable team: JMESPath "owner": owner is not in the context admitc translates (request.object, request.oldObject, request.operation, request.namespace, request.name, request.userInfo.username/groups, serviceAccountName/Namespace, images, element, elementIndex, elementN and elementIndexN in a foreach)`},
 		"a function where Kyverno handles the error": {"    - {name: workers, variable: {jmesPath: \"request.object.spec.containers[?starts_with(name, 'w')]\"}}\n", foreachList,
-			`p.yaml:19:15: spec.rules[0].validate.foreach[0].list: validate.foreach list: context variable workers: JMESPath "request.object.spec.containers[?starts_with(name, 'w')]": function starts_with() in a foreach list or a foreach precondition is not translated: Kyverno handles an evaluation error there (skipping the entry or the element), and a function's error is one CEL cannot catch`},
+			`p.yaml:19:15: spec.rules[0].validate.foreach[0].list: validate.foreach list: context variable workers: JMESPath "request.object.spec.containers[?starts_with(name, 'w')]": function starts_with() is not translated where Kyverno handles an evaluation error itself (a foreach list or precondition skips the entry or the element; a context variable with a default takes the default), and a function's error is one CEL cannot catch`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

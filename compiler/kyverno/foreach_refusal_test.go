@@ -47,7 +47,7 @@ func TestForEachRefusalsNameTheConstruct(t *testing.T) {
 		"function in a list": {`      foreach:
       - list: request.object.spec.containers[?starts_with(name, 'a')]
         deny: {conditions: {any: [{key: a, operator: Equals, value: a}]}}
-`, `p.yaml:17:15: spec.rules[0].validate.foreach[0].list: validate.foreach list: JMESPath "request.object.spec.containers[?starts_with(name, 'a')]": function starts_with() in a foreach list or a foreach precondition is not translated: Kyverno handles an evaluation error there (skipping the entry or the element), and a function's error is one CEL cannot catch`},
+`, `p.yaml:17:15: spec.rules[0].validate.foreach[0].list: validate.foreach list: JMESPath "request.object.spec.containers[?starts_with(name, 'a')]": function starts_with() is not translated where Kyverno handles an evaluation error itself (a foreach list or precondition skips the entry or the element; a context variable with a default takes the default), and a function's error is one CEL cannot catch`},
 		"function in a precondition": {`      foreach:
       - list: request.object.spec.containers
         preconditions:
@@ -56,7 +56,7 @@ func TestForEachRefusalsNameTheConstruct(t *testing.T) {
             operator: GreaterThan
             value: 0
         deny: {conditions: {any: [{key: a, operator: Equals, value: a}]}}
-`, `p.yaml:20:18: spec.rules[0].validate.foreach[0].preconditions.any[0].key: foreach preconditions: JMESPath "length(element.ports)": function length() in a foreach list or a foreach precondition is not translated: Kyverno handles an evaluation error there (skipping the entry or the element), and a function's error is one CEL cannot catch`},
+`, `p.yaml:20:18: spec.rules[0].validate.foreach[0].preconditions.any[0].key: foreach preconditions: JMESPath "length(element.ports)": function length() is not translated where Kyverno handles an evaluation error itself (a foreach list or precondition skips the entry or the element; a context variable with a default takes the default), and a function's error is one CEL cannot catch`},
 		"message variables with a nested foreach": {`      message: "{{ request.object.metadata.name }} is wrong"
       foreach:
       - list: request.object.spec.containers
@@ -73,7 +73,7 @@ func TestForEachRefusalsNameTheConstruct(t *testing.T) {
       - list: request.object.spec.containers
         preconditions: {any: [{key: "{{ starts_with('{{element.name}}', 'x') }}", operator: Equals, value: true}]}
         deny: {conditions: {any: [{key: "{{ element.name }}", operator: Equals, value: x}]}}
-`, `p.yaml:18:37: spec.rules[0].validate.foreach[0].preconditions.any[0].key: foreach preconditions: JMESPath "starts_with('__admitcvar0__', 'x')": function starts_with() in a foreach list or a foreach precondition is not translated: Kyverno handles an evaluation error there (skipping the entry or the element), and a function's error is one CEL cannot catch`},
+`, `p.yaml:18:37: spec.rules[0].validate.foreach[0].preconditions.any[0].key: foreach preconditions: JMESPath "starts_with('__admitcvar0__', 'x')": function starts_with() is not translated where Kyverno handles an evaluation error itself (a foreach list or precondition skips the entry or the element; a context variable with a default takes the default), and a function's error is one CEL cannot catch`},
 		"variables in a pattern": {`      foreach:
       - list: request.object.spec.containers
         pattern: {name: "{{ request.object.metadata.name }}"}

@@ -3,7 +3,6 @@ package conditions
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	kyvernov1 "github.com/kyverno/kyverno/api/kyverno/v1"
 )
@@ -23,36 +22,51 @@ func (e *Error) Error() string {
 }
 
 // Conditions translates an any/all condition block (deny conditions,
-// preconditions) into a CEL boolean: any is an OR, all an AND, both must
-// hold; an evaluation error (a missing key) fails the expression as it
-// fails Kyverno's rule. An empty block holds.
+// preconditions) into a CEL boolean as Kyverno evaluates it
+// (evaluateAnyAllConditionsWithContext): the any conditions in order up to
+// the first that holds, then the all conditions in order up to the first
+// that does not; an evaluation error on the way (a missing key) fails the
+// expression as it fails Kyverno's rule, even when a later condition
+// would decide the block (CEL's || and && would absorb it, so the chain is
+// written with conditionals). An empty block holds.
 func Conditions(c kyvernov1.AnyAllConditions, s Scope, fresh *int) (string, error) {
-	var parts []string
+	anyOut := ""
 	if c.AnyConditions != nil {
-		var ors []string
-		for i, cond := range c.AnyConditions {
-			e, err := condition(cond, s, fresh, fmt.Sprintf("any[%d]", i))
+		anyOut = "false"
+		for i := len(c.AnyConditions) - 1; i >= 0; i-- {
+			e, err := condition(c.AnyConditions[i], s, fresh, fmt.Sprintf("any[%d]", i))
 			if err != nil {
 				return "", err
 			}
-			ors = append(ors, e)
+			if anyOut == "false" {
+				anyOut = e
+			} else {
+				anyOut = "((" + e + ") ? true : " + anyOut + ")"
+			}
 		}
-		if len(ors) == 0 {
-			ors = []string{"false"}
-		}
-		parts = append(parts, "("+strings.Join(ors, " || ")+")")
 	}
-	for i, cond := range c.AllConditions {
-		e, err := condition(cond, s, fresh, fmt.Sprintf("all[%d]", i))
+	allOut := ""
+	for i := len(c.AllConditions) - 1; i >= 0; i-- {
+		e, err := condition(c.AllConditions[i], s, fresh, fmt.Sprintf("all[%d]", i))
 		if err != nil {
 			return "", err
 		}
-		parts = append(parts, e)
+		if allOut == "" {
+			allOut = e
+		} else {
+			allOut = "((" + e + ") ? " + allOut + " : false)"
+		}
 	}
-	if len(parts) == 0 {
+	switch {
+	case anyOut == "" && allOut == "":
 		return "true", nil
+	case allOut == "":
+		return anyOut, nil
+	case anyOut == "":
+		return allOut, nil
 	}
-	return strings.Join(parts, " && "), nil
+	// Kyverno evaluates the all block whatever the any block gave.
+	return bind("anyHolds", anyOut, "("+allOut+") ? anyHolds : false"), nil
 }
 
 // Decode reads any/all conditions as the Kyverno API types hold them

@@ -1,6 +1,7 @@
 package conditions
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -153,4 +154,37 @@ func TestInOperatorComparesTheSubstitutedValue(t *testing.T) {
 	out, err = evalCEL(t, e, `{spec: {names: [a], allowed: [a]}}`, "CREATE")
 	require.NoError(t, err)
 	assert.Equal(t, false, out)
+}
+
+// Kyverno evaluates a block's conditions in order and stops at the first
+// error: a later condition that would decide the block does not hide it
+// (CEL's || and && would).
+func TestConditionErrorsAreNotAbsorbed(t *testing.T) {
+	const pod = `{metadata: {name: bad}}`
+	for block, want := range map[string]string{
+		`{any: [{key: "{{ request.object.metadata.labels.x }}", operator: Equals, value: a}, {key: "{{ request.object.metadata.name }}", operator: Equals, value: bad}]}`:    "error",
+		`{any: [{key: "{{ request.object.metadata.name }}", operator: Equals, value: bad}, {key: "{{ request.object.metadata.labels.x }}", operator: Equals, value: a}]}`:    "true",
+		`{all: [{key: "{{ request.object.metadata.labels.x }}", operator: Equals, value: a}, {key: "{{ request.object.metadata.name }}", operator: Equals, value: nobody}]}`: "error",
+		`{all: [{key: "{{ request.object.metadata.name }}", operator: Equals, value: nobody}, {key: "{{ request.object.metadata.labels.x }}", operator: Equals, value: a}]}`: "false",
+		`{any: [{key: a, operator: Equals, value: b}], all: [{key: "{{ request.object.metadata.labels.x }}", operator: Equals, value: a}]}`:                                  "error",
+		`{any: [{key: a, operator: Equals, value: a}], all: [{key: a, operator: Equals, value: a}]}`:                                                                         "true",
+	} {
+		out, err := evalCEL(t, conditionsOf(t, block), pod, "CREATE")
+		got := fmt.Sprint(out)
+		if err != nil {
+			got = "error"
+		}
+		assert.Equal(t, want, got, block)
+	}
+}
+
+// A value list may mix types and hold lists, as Kyverno's JSON does; a
+// list element is written as Go's fmt does ("[b c]").
+func TestMixedValueLists(t *testing.T) {
+	e := conditionsOf(t, `{any: [{key: "{{ request.object.metadata.name }}", operator: AnyNotIn, value: [a, 1, [b, c], null]}]}`)
+	for name, want := range map[string]bool{"b": true, "a": false, "[b c]": false, "1": false} {
+		out, err := evalCEL(t, e, `{metadata: {name: "`+name+`"}}`, "CREATE")
+		require.NoError(t, err)
+		assert.Equal(t, want, out, name)
+	}
 }

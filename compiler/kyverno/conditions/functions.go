@@ -55,7 +55,7 @@ func (t *translator) function(n gojmespath.ASTNode, cur value) (string, error) {
 		return "", t.refuse("%s() takes %d argument(s)", name, f.arity)
 	}
 	if t.scope.Capture {
-		return "", t.refuse("function %s() in a foreach list or a foreach precondition is not translated: Kyverno handles an evaluation error there (skipping the entry or the element), and a function's error is one CEL cannot catch", name)
+		return "", t.refuse("function %s() is not translated where Kyverno handles an evaluation error itself (a foreach list or precondition skips the entry or the element; a context variable with a default takes the default), and a function's error is one CEL cannot catch", name)
 	}
 	var args, names []string
 	for _, c := range n.Children {

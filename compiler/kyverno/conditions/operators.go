@@ -44,11 +44,21 @@ func wild(p, s string) string {
 	return "((" + p + ".contains('*') || " + p + ".contains('?')) ? " + s + ".matches(" + re + ") : " + p + " == " + s + ")"
 }
 
-// sprint is fmt.Sprint of a scalar as Kyverno's In operators write it
-// (numbers are float64 there); maps and lists raise an evaluation error.
+// sprint is fmt.Sprint of a value as Kyverno's In operators write it
+// (numbers are float64 there): a scalar, or a list of scalars ("[a b]");
+// maps and deeper lists raise an evaluation error.
 func sprint(v string) string {
-	return "(type(" + v + ") == string ? " + v + " : type(" + v + ") == bool ? string(" + v + ") : " + v + " == null ? '<nil>' : " + isNumber(v) + " ? " + numberText(v, "fmt") +
-		" : " + raise("admitc does not write a map or list as Go's fmt text") + ")"
+	texts := "(type(" + v + ") == list ? " + v + " : [" + v + "]).map(se, " + isScalar("se") + " ? " + sprintScalar("se") + " : " + raise("admitc does not write a map or list as Go's fmt text") + ")"
+	return "[" + texts + "].map(sl, type(" + v + ") == list ? '[' + sl.join(' ') + ']' : sl[0])[0]"
+}
+
+func isScalar(v string) string {
+	return "(type(" + v + ") == string || type(" + v + ") == bool || " + v + " == null || " + isNumber(v) + ")"
+}
+
+// sprintScalar is fmt.Sprint of a scalar.
+func sprintScalar(v string) string {
+	return "(type(" + v + ") == string ? " + v + " : type(" + v + ") == bool ? string(" + v + ") : " + v + " == null ? '<nil>' : " + numberText(v, "fmt") + ")"
 }
 
 // Operator renders the CEL boolean of a condition: the operator of

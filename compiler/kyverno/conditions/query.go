@@ -571,6 +571,32 @@ func numberText(v, how string) string {
 }
 
 // literal renders a JMESPath literal (a raw string or decoded JSON).
+// dynUnlessAlike is the CEL elements of a list or map literal: as they
+// are when they are scalars of one JSON type (CEL types a literal by its
+// elements, and list(string) is what CEL's own literals are), each as dyn
+// otherwise (mixed types, null, lists, maps).
+func dynUnlessAlike(cel []string, values []any) []string {
+	alike := true
+	for _, v := range values {
+		switch v.(type) {
+		case bool, string, float64, int, int64:
+		default:
+			alike = false
+		}
+		if fmt.Sprintf("%T", v) != fmt.Sprintf("%T", values[0]) {
+			alike = false
+		}
+	}
+	if alike {
+		return cel
+	}
+	out := make([]string, len(cel))
+	for i, c := range cel {
+		out[i] = "dyn(" + c + ")"
+	}
+	return out
+}
+
 func literal(v any) (string, error) {
 	switch x := v.(type) {
 	case nil:
@@ -594,7 +620,7 @@ func literal(v any) (string, error) {
 			}
 			out = append(out, s)
 		}
-		return "[" + strings.Join(out, ", ") + "]", nil
+		return "[" + strings.Join(dynUnlessAlike(out, x), ", ") + "]", nil
 	case map[string]any:
 		keys := make([]string, 0, len(x))
 		for k := range x {
@@ -602,12 +628,17 @@ func literal(v any) (string, error) {
 		}
 		sort.Strings(keys)
 		var out []string
+		var values []any
 		for _, k := range keys {
 			s, err := literal(x[k])
 			if err != nil {
 				return "", err
 			}
-			out = append(out, quote(k)+": "+s)
+			out, values = append(out, s), append(values, x[k])
+		}
+		out = dynUnlessAlike(out, values)
+		for i, k := range keys {
+			out[i] = quote(k) + ": " + out[i]
 		}
 		return "{" + strings.Join(out, ", ") + "}", nil
 	}

@@ -30,6 +30,14 @@ func Value(v any, s Scope, fresh *int) (string, error) {
 			}
 			out = append(out, c)
 		}
+		if data, _ := json.Marshal(x); strings.Contains(string(data), "{{") {
+			// A substituted element is dyn: so must the others be.
+			for i := range out {
+				out[i] = "dyn(" + out[i] + ")"
+			}
+		} else {
+			out = dynUnlessAlike(out, x)
+		}
 		list := "[" + strings.Join(out, ", ") + "]"
 		if data, _ := json.Marshal(x); s.Capture && strings.Contains(string(data), "{{") {
 			l := "l" + fmt.Sprint(*fresh)
