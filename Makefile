@@ -32,7 +32,7 @@ build-kyverno:
 kyverno:
 	$(GO) test -tags kyverno ./internal/compare ./internal/cli -run 'Kyverno|Compare'
 	$(GO) test -tags kyverno ./compiler/kyverno/pattern/ ./compiler/kyverno/conditions/
-	$(GO) test -tags kyverno -timeout 30m ./internal/verify -run 'WholeRule|Mutate'
+	$(GO) test -tags kyverno -timeout 30m ./internal/verify -run 'WholeRule|Mutate|DenyMessages'
 
 ## kyverno-cli: the Kyverno CLI (`kyverno test`, v1.19.1 built from the module cache into
 ## test/kyverno-cli/.bin/) on every Kyverno fixture directory, as an oracle for their expectations,

@@ -1,7 +1,6 @@
 package kyverno
 
 import (
-	"fmt"
 	"strings"
 
 	kyvernov1 "github.com/kyverno/kyverno/api/kyverno/v1"
@@ -58,17 +57,9 @@ func (r *reader) denyRule(pol *ir.Policy, c computedRule, path string, m lowered
 		outcome = "variables." + DenyVariable + " && variables." + DenyBeforeVariable + " ? 'skip' : " + outcome
 	}
 	pol.Variables = append(pol.Variables, ir.NamedExpression{Name: OutcomeVariable, Expression: outcome, Origin: r.origin(vp)})
-	msg, f := r.denyMessage(c, path)
-	if f != nil {
-		return f
-	}
 	val := ir.Validation{Expression: "variables." + OutcomeVariable + " != 'fail'", Origin: r.origin(vp)}
-	if strings.Contains(v.Message, "{{") {
-		val.MessageExpression = msg
-		mo := r.origin(path + ".validate.message")
-		val.MessageExpressionOrigin = &mo
-	} else {
-		val.Message = msg
+	if f := r.denyMessage(&val, c, path); f != nil {
+		return f
 	}
 	pol.Validations = []ir.Validation{val}
 	pol.AuditAnnotations = []ir.AuditAnnotation{{Key: SkipAnnotation, ValueExpression: "variables." + OutcomeVariable + " == 'skip' ? 'the old object violates the rule too (allowExistingViolations)' : ''", Origin: r.origin(vp)}}
@@ -99,31 +90,12 @@ func (r *reader) translateConditions(raw any, feature, at string, s conditions.S
 	if err != nil {
 		return "", r.conditionRefusal(feature, at, err)
 	}
-	if f := conditionMessages(conds, at); f != nil {
-		return "", f
-	}
 	fresh := 0
 	e, err := conditions.Conditions(conds, s, &fresh)
 	if err != nil {
 		return "", r.conditionRefusal(feature, at, err)
 	}
 	return e, nil
-}
-
-// conditionMessages refuses condition messages: Kyverno joins the messages
-// of the conditions that decided into the rule's message.
-func conditionMessages(c kyvernov1.AnyAllConditions, at string) *refusal {
-	for i, cond := range c.AnyConditions {
-		if cond.Message != "" {
-			return &refusal{"condition message", fmt.Sprintf("%s.any[%d].message", at, i), "condition messages are joined into Kyverno's rule message; they are not translated"}
-		}
-	}
-	for i, cond := range c.AllConditions {
-		if cond.Message != "" {
-			return &refusal{"condition message", fmt.Sprintf("%s.all[%d].message", at, i), "condition messages are joined into Kyverno's rule message; they are not translated"}
-		}
-	}
-	return nil
 }
 
 // conditionRefusal places a translation error at the condition field it
@@ -143,20 +115,66 @@ func (r *reader) conditionRefusal(feature, at string, err error) *refusal {
 	return &refusal{feature, at, why}
 }
 
-// denyMessage is getDenyMessage for a failed deny rule: validate.message
-// with its variables, or "validation error: rule NAME failed".
-func (r *reader) denyMessage(c computedRule, path string) (string, *refusal) {
-	m := c.rule.Validation.Message
-	if m == "" {
-		return "validation error: rule " + c.rule.Name + " failed", nil
-	}
-	if !strings.Contains(m, "{{") {
-		return m, nil
-	}
-	fresh := 0
-	e, err := conditions.Message(m, r.validationScope(conditions.Scope{}), &fresh)
+// denyMessage sets the message of a failed deny rule as Kyverno's
+// getDenyMessage writes it: validate.message and the messages of the deny
+// conditions that held, joined with "; ", their {{ }} variables
+// substituted (when that fails, Kyverno's message is the conditions'
+// messages as written: the static fallback); with neither,
+// "validation error: rule NAME failed". When the any conditions carry
+// different messages, the first that holds chooses.
+func (r *reader) denyMessage(val *ir.Validation, c computedRule, path string) *refusal {
+	raw := c.rule.Validation.Deny.GetAnyAllConditions()
+	conds, err := conditions.Decode(raw)
 	if err != nil {
-		return "", &refusal{"validate.message variables", path + ".validate.message", err.Error()}
+		return r.conditionRefusal("validate.deny", path+".validate.deny.conditions", err)
 	}
-	return e, nil
+	held := conditions.HeldMessages(conds, conditions.IsList(raw))
+	var msgs []string
+	variables := false
+	for _, h := range held {
+		m := conditions.JoinNonEmpty([]string{c.rule.Validation.Message, h}, "; ")
+		if m == "" {
+			m = "validation error: rule " + c.rule.Name + " failed"
+		}
+		variables = variables || strings.Contains(m, "{{")
+		msgs = append(msgs, m)
+	}
+	field := messageField(c, path, held)
+	fresh := 0
+	if !variables {
+		if len(msgs) == 1 {
+			val.Message = msgs[0]
+			return nil
+		}
+		first, err := conditions.FirstHolding(conds, r.validationScope(conditions.Scope{}), &fresh)
+		if err != nil {
+			return r.conditionRefusal("validate.deny", path+".validate.deny.conditions", err)
+		}
+		val.Message = msgs[0]
+		val.MessageExpression = conditions.Choose(first, msgs)
+		mo := r.origin(path + ".validate.deny.conditions")
+		val.MessageExpressionOrigin = &mo
+		return nil
+	}
+	if len(msgs) > 1 {
+		return &refusal{"condition message", path + ".validate.deny.conditions", "the any conditions carry different messages and the rule's message has {{ }} variables: which message Kyverno substitutes depends on the condition that holds; this is not translated"}
+	}
+	e, err := conditions.Message(msgs[0], r.validationScope(conditions.Scope{}), &fresh)
+	if err != nil {
+		return &refusal{"validate.message variables", field, err.Error()}
+	}
+	val.MessageExpression = e
+	mo := r.origin(field)
+	val.MessageExpressionOrigin = &mo
+	val.Message = held[0]
+	return nil
+}
+
+// messageField is the field path of the message with {{ }} variables:
+// validate.message, or the deny conditions when only they have some.
+func messageField(c computedRule, path string, held []string) string {
+	if strings.Contains(c.rule.Validation.Message, "{{") || !strings.Contains(strings.Join(held, ""), "{{") {
+		return path + ".validate.message"
+	}
+	return path + ".validate.deny.conditions"
 }

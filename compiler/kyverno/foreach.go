@@ -260,9 +260,6 @@ func (l *foreachLowering) element(fe *kyvernov1.ForEachValidation, path string, 
 		if err != nil {
 			return "", false, l.r.conditionRefusal("foreach preconditions", path+".preconditions", err)
 		}
-		if f := conditionMessages(*fe.AnyAllConditions, path+".preconditions"); f != nil {
-			return "", false, f
-		}
 		body = "(" + pre + ") != 'true' ? 'none' : " + body
 	}
 	if fe.ElementScope != nil && *fe.ElementScope {
@@ -305,21 +302,43 @@ func (l *foreachLowering) deny(d *kyvernov1.Deny, vp string, ctx loopContext) (s
 	if err != nil {
 		return "", false, l.r.conditionRefusal("validate.deny", vp+".conditions", err)
 	}
-	if f := conditionMessages(conds, vp+".conditions"); f != nil {
-		return "", false, f
-	}
 	e, err := conditions.Conditions(conds, ctx.scope, &fresh)
 	if err != nil {
 		return "", false, l.r.conditionRefusal("validate.deny", vp+".conditions", err)
 	}
-	msg := "validation error: rule " + l.rule + " failed"
-	if l.message != "" {
-		msg = l.message
+	// Kyverno's getDenyMessage: the rule's message and the messages of
+	// the conditions that held.
+	held := conditions.HeldMessages(conds, conditions.IsList(d.GetAnyAllConditions()))
+	if conditions.HasMessages(conds) {
+		if l.deferred {
+			return "", false, &refusal{"condition message", vp + ".conditions", "condition messages in a foreach deny whose rule message has {{ }} variables are not translated"}
+		}
+		if strings.Contains(strings.Join(held, ""), "{{") {
+			return "", false, &refusal{"condition message", vp + ".conditions", "{{ }} variables in the condition messages of a foreach deny are not translated"}
+		}
+	}
+	msgs := make([]string, len(held))
+	for i, h := range held {
+		msgs[i] = conditions.JoinNonEmpty([]string{l.message, h}, "; ")
+		if msgs[i] == "" {
+			msgs[i] = "validation error: rule " + l.rule + " failed"
+		}
 	}
 	if l.deferred {
-		msg = ""
+		msgs = []string{""}
 	}
-	return "(" + e + ") ? " + celenv.Quote("fail\t"+msg) + " : 'pass'", true, nil
+	failed := celenv.Quote("fail\t" + msgs[0])
+	if len(msgs) > 1 {
+		first, err := conditions.FirstHolding(conds, ctx.scope, &fresh)
+		if err != nil {
+			return "", false, l.r.conditionRefusal("validate.deny", vp+".conditions", err)
+		}
+		for i := range msgs {
+			msgs[i] = "fail\t" + msgs[i]
+		}
+		failed = conditions.Choose(first, msgs)
+	}
+	return "(" + e + ") ? " + failed + " : 'pass'", true, nil
 }
 
 // pattern is a foreach pattern or anyPattern on the element (when it is

@@ -74,6 +74,22 @@ func TestForEachRefusalsNameTheConstruct(t *testing.T) {
         preconditions: {any: [{key: "{{ starts_with('{{element.name}}', 'x') }}", operator: Equals, value: true}]}
         deny: {conditions: {any: [{key: "{{ element.name }}", operator: Equals, value: x}]}}
 `, `p.yaml:18:37: spec.rules[0].validate.foreach[0].preconditions.any[0].key: foreach preconditions: JMESPath "starts_with('__admitcvar0__', 'x')": function starts_with() is not translated where Kyverno handles an evaluation error itself (a foreach list or precondition skips the entry or the element; a context variable with a default takes the default), and a function's error is one CEL cannot catch`},
+		"condition messages beside a rule message with variables": {`      message: "{{ request.object.metadata.name }} is wrong"
+      foreach:
+      - list: request.object.spec.containers
+        deny: {conditions: {any: [{key: "{{ element.name }}", operator: Equals, value: x, message: "named x"}]}}
+`, `p.yaml:19:28: spec.rules[0].validate.foreach[0].deny.conditions: condition message: condition messages in a foreach deny whose rule message has {{ }} variables are not translated`},
+		"variables in a foreach deny's condition message": {`      foreach:
+      - list: request.object.spec.containers
+        deny: {conditions: {any: [{key: "{{ element.name }}", operator: Equals, value: x, message: "{{ element.image }}"}]}}
+`, `p.yaml:18:28: spec.rules[0].validate.foreach[0].deny.conditions: condition message: {{ }} variables in the condition messages of a foreach deny are not translated`},
+		"different any messages and variables": {`      message: "{{ request.object.metadata.name }} is wrong"
+      deny:
+        conditions:
+          any:
+          - {key: "{{ request.object.spec.hostPID || ` + "`false`" + ` }}", operator: Equals, value: true, message: hostPID}
+          - {key: "{{ request.object.spec.hostIPC || ` + "`false`" + ` }}", operator: Equals, value: true, message: hostIPC}
+`, `p.yaml:19:11: spec.rules[0].validate.deny.conditions: condition message: the any conditions carry different messages and the rule's message has {{ }} variables: which message Kyverno substitutes depends on the condition that holds; this is not translated`},
 		"variables in a pattern": {`      foreach:
       - list: request.object.spec.containers
         pattern: {name: "{{ request.object.metadata.name }}"}

@@ -55,7 +55,7 @@ func (r *reader) mutateRule(pol *ir.Policy, c computedRule, path string) *refusa
 			return r.mutateConstructRefusal(mp, err, c.autogenOf != "")
 		}
 		o := r.origin(mp + ".patchStrategicMerge")
-		forced, f := r.contextSubstitution(path)
+		forced, f := r.contextSubstitution(c, path)
 		if f != nil {
 			return f
 		}
@@ -67,7 +67,7 @@ func (r *reader) mutateRule(pol *ir.Policy, c computedRule, path string) *refusa
 	if err != nil {
 		return r.mutateConstructRefusal(mp, err, false)
 	}
-	forced, f := r.contextSubstitution(path)
+	forced, f := r.contextSubstitution(c, path)
 	if f != nil {
 		return f
 	}
@@ -90,9 +90,10 @@ func (r *reader) mutateConstructRefusal(mp string, err error, autogen bool) *ref
 // patches: it substitutes the {{ }} variables of the whole rule
 // (SubstituteAllInRule), its context entries' values and defaults
 // included, so one of them that does not resolve fails the rule even when
-// no patch reads the entry. forced wraps a mutation expression so that
+// no patch reads the entry, and the messages of its preconditions (the
+// preconditions held; their keys and values resolved). forced wraps a mutation expression so that
 // those substitutions are evaluated first (an error is the rule's error).
-func (r *reader) contextSubstitution(path string) (forced func(string) string, f *refusal) {
+func (r *reader) contextSubstitution(c computedRule, path string) (forced func(string) string, f *refusal) {
 	var names, values []string
 	fresh := 0
 	for i, v := range r.vars {
@@ -112,6 +113,30 @@ func (r *reader) contextSubstitution(path string) (forced func(string) string, f
 				return nil, &refusal{"context.variable", fmt.Sprintf("%s.context[%d].variable.%s", path, i, x.field), err.Error()}
 			}
 			names, values = append(names, fmt.Sprintf("ctxsub%d", len(names))), append(values, c)
+		}
+	}
+	if raw := c.rule.GetAnyAllConditions(); raw != nil {
+		conds, err := conditions.Decode(raw)
+		if err != nil {
+			return nil, r.conditionRefusal("preconditions", path+".preconditions", err)
+		}
+		for _, b := range []struct {
+			name string
+			list []kyvernov1.Condition
+		}{{"any", conds.AnyConditions}, {"all", conds.AllConditions}} {
+			for i, cond := range b.list {
+				e, err := conditions.StringField(cond.Message, r.scope(conditions.Scope{}), &fresh)
+				if err != nil {
+					at := fmt.Sprintf("%s.preconditions.%s[%d].message", path, b.name, i)
+					if conditions.IsList(raw) {
+						at = fmt.Sprintf("%s.preconditions[%d].message", path, i)
+					}
+					return nil, &refusal{"condition message", at, err.Error()}
+				}
+				if e != "true" {
+					names, values = append(names, fmt.Sprintf("ctxsub%d", len(names))), append(values, e)
+				}
+			}
 		}
 	}
 	return func(e string) string {

@@ -73,6 +73,23 @@ func TestWholeRulesAgreeWithKyvernosEngine(t *testing.T) {
 	assert.Zero(t, st.disagreements)
 }
 
+// TestDenyMessagesAgreeWithKyvernosEngine compares the messages too, on
+// the deny rules whose conditions carry messages (Kyverno's getDenyMessage
+// joins the held conditions' messages into the rule's): on every resource
+// and variant where both engines fail a rule, the messages are the same.
+func TestDenyMessagesAgreeWithKyvernosEngine(t *testing.T) {
+	cfg := diffConfig{engine: newKyvernoEngine(), count: 60, seed: 1, messages: true}
+	st := newDiffStats()
+	diffFixture(t, cfg, "testdata/condition-messages/kyverno-test.yaml", st)
+	for _, r := range st.reports {
+		t.Error(r)
+	}
+	t.Log(st.summary(), "; ", st.messages, "messages compared")
+	assert.Zero(t, total(st.refused))
+	assert.Greater(t, st.messages, 100)
+	assert.Zero(t, st.disagreements)
+}
+
 // The harness reports a planted difference: Kyverno's engine runs
 // disallow-latest-tag with ':1.2.3' forbidden instead of ':latest', which
 // admitc's translation of the fixture does not know.
@@ -129,12 +146,17 @@ type diffConfig struct {
 	// plant, when set, changes the policy Kyverno's engine runs (and not
 	// admitc's translation): the harness's own test.
 	plant func(*kyvernov1.ClusterPolicy)
+	// messages says the messages of rules that both engines fail are
+	// compared too.
+	messages bool
 }
 
 // diffStats are the figures of the run.
 type diffStats struct {
 	fixtures, policies, translated, resources, variants, comparisons, decisions, denied, disagreements int
-	refused, leftOut, statuses                                                                         map[string]int
+	// messages counts the failure messages compared (diffConfig.messages).
+	messages                   int
+	refused, leftOut, statuses map[string]int
 	// disagreed counts the disagreements per policy and what differed.
 	disagreed map[string]int
 	// known counts, per policy and rule, the documented known difference
@@ -371,6 +393,11 @@ func (s *kyvernoSuite) compareOne(t *testing.T, cfg diffConfig, st *diffStats, d
 				differs = true
 				onlyKnown = onlyKnown && isKnownDifference(orNone(a.status)+": "+a.message)
 				report("rule "+rule, orNone(k)+": "+ans.messages[rule], orNone(a.status)+": "+a.message)
+			} else if cfg.messages && k == "fail" {
+				st.messages++
+				if ans.messages[rule] != a.message {
+					report("message of rule "+rule, k+": "+ans.messages[rule], a.status+": "+a.message)
+				}
 			}
 		}
 		st.decisions++

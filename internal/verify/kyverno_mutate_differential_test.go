@@ -25,7 +25,10 @@ import (
 
 // mutateFixtures are the Kyverno test files whose ClusterPolicy mutate
 // rules are compared.
-var mutateFixtures = "../../examples/kyverno-mutate/*/.kyverno-test/kyverno-test.yaml"
+var mutateFixtures = []string{
+	"../../examples/kyverno-mutate/*/.kyverno-test/kyverno-test.yaml",
+	"testdata/mutate-*/.kyverno-test/kyverno-test.yaml",
+}
 
 // TestMutateRulesAgreeWithKyvernosEngine is the proof of the mutate rule
 // translation: for every ClusterPolicy of every mutate fixture, on every
@@ -36,8 +39,12 @@ var mutateFixtures = "../../examples/kyverno-mutate/*/.kyverno-test/kyverno-test
 // match) and, when no rule fails, the same patched object. DIFF_VARIANTS
 // and DIFF_SEED change the number of variants per resource and the seed.
 func TestMutateRulesAgreeWithKyvernosEngine(t *testing.T) {
-	files, err := filepath.Glob(mutateFixtures)
-	require.NoError(t, err)
+	var files []string
+	for _, g := range mutateFixtures {
+		m, err := filepath.Glob(g)
+		require.NoError(t, err)
+		files = append(files, m...)
+	}
 	cfg := diffConfig{engine: newKyvernoEngine(), count: 60, seed: 1}
 	if n, err := strconv.Atoi(os.Getenv("DIFF_VARIANTS")); err == nil {
 		cfg.count = n
