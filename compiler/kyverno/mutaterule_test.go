@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
 
 	"github.com/admitc/admitc/compiler"
 	"github.com/admitc/admitc/ir"
@@ -138,5 +139,49 @@ func TestMutateAddAnchorInListIsDecidedByTheFirstElement(t *testing.T) {
 			}
 			assert.Equal(t, c.want, got)
 		})
+	}
+}
+
+// A boolean or a number patched over a string of the object stays a
+// string, as kustomize's merge in Kyverno writes it (the object's string
+// node keeps its quoted style); over anything else it is the value.
+func TestMutateScalarOverAStringIsWrittenAsText(t *testing.T) {
+	src := `apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: text
+spec:
+  rules:
+  - name: rule
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+    mutate:
+      patchStrategicMerge:
+        metadata:
+          annotations:
+            replicas: 3
+            enabled: true
+            from: "{{ request.object.spec.priority }}"
+`
+	set, diags := compiler.Compile([]compiler.Source{{Name: "p.yaml", Data: []byte(src)}}, compiler.Options{})
+	require.Empty(t, diags)
+	e, err := runtime.NewEngine(set)
+	require.NoError(t, err)
+	for annotations, want := range map[string]map[string]any{
+		`{replicas: "1", enabled: "no", from: "x"}`: {"replicas": "3", "enabled": "true", "from": "7"},
+		`{replicas: 1, enabled: false, from: 2}`:    {"replicas": int64(3), "enabled": true, "from": int64(7)},
+		`{}`:                                        {"replicas": int64(3), "enabled": true, "from": int64(7)},
+	} {
+		obj := pod(t, `{priority: 7, containers: [{name: a, image: x}]}`)
+		var a map[string]any
+		require.NoError(t, yaml.Unmarshal([]byte(annotations), &a))
+		obj.Object["metadata"].(map[string]any)["annotations"] = a
+		res, err := e.Mutate(context.Background(), runtime.RequestFor(obj, nil, "default"))
+		require.NoError(t, err)
+		require.NotNil(t, res.Object, annotations)
+		got, _, _ := unstructured.NestedMap(res.Object.Object, "metadata", "annotations")
+		assert.Equal(t, want, got, annotations)
 	}
 }

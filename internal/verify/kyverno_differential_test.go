@@ -162,7 +162,7 @@ type diffStats struct {
 	// known counts, per policy and rule, the documented known difference
 	// of deny rules (docs/kyverno-pattern-translation.md): a map or list
 	// where a {{ }} reference is written as text, which Kyverno writes with
-	// Go's fmt and admitc answers with an evaluation error (so the
+	// Go's fmt (or JSON) and admitc answers with an evaluation error (so the
 	// failurePolicy decides), and a decision that differs by it alone.
 	// Only wrong-typed variants reach it.
 	known   map[string]int
@@ -182,9 +182,11 @@ func (st *diffStats) summary() string {
 }
 
 // isKnownDifference says whether admitc's answer is the known difference:
-// an evaluation error where Kyverno writes a map or list as Go's fmt text.
+// an evaluation error where Kyverno writes a map or list as Go's fmt text,
+// or a map as JSON text (a {{ }} variable inside text).
 func isKnownDifference(admitc string) bool {
-	return strings.HasPrefix(admitc, "error: ") && strings.Contains(admitc, "admitc does not write a map or list as Go's fmt text")
+	return strings.HasPrefix(admitc, "error: ") && (strings.Contains(admitc, "admitc does not write a map or list as Go's fmt text") ||
+		strings.Contains(admitc, "admitc does not write this value as JSON text in CEL"))
 }
 
 // disagree records a disagreement; the first three per policy and what

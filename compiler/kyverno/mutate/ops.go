@@ -1,6 +1,7 @@
 package mutate
 
 import (
+	"strconv"
 	"strings"
 )
 
@@ -101,7 +102,34 @@ func (w *walker) fieldOps(f *field, a at, p pointer, st addState) (string, error
 	if err != nil {
 		return "", err
 	}
-	return "(" + c.present + " && (type(" + c.value + ") == map || type(" + c.value + ") == list) ? " + raiseList("failed to patch resource: kustomize cannot merge a scalar into a map or list") + " : " + op("add", cp, v) + ")", nil
+	add := op("add", cp, v)
+	if t := w.asText(f.value, v); t != "" {
+		add = "(" + c.present + " && type(" + c.value + ") == string ? " + op("add", cp, t) + " : " + add + ")"
+	}
+	return "(" + c.present + " && (type(" + c.value + ") == map || type(" + c.value + ") == list) ? " + raiseList("failed to patch resource: kustomize cannot merge a scalar into a map or list") + " : " + add + ")", nil
+}
+
+// asText is the patch's scalar value v (raw, as CEL v) as kustomize's
+// merge writes it over a string of the object: a boolean or a number
+// becomes its text (the object's string node keeps its quoted style), so
+// a string stays a string. Empty when the value is a string or not a
+// scalar. A number computed at admission that is not an integer raises:
+// admitc does not write it as YAML does.
+func (w *walker) asText(raw any, v string) string {
+	switch x := raw.(type) {
+	case bool:
+		return quote(strconv.FormatBool(x))
+	case float64, int64, int:
+		return quote(v)
+	case string:
+		if !strings.Contains(x, "{{") {
+			return ""
+		}
+		n := w.name("tx")
+		return bind(n, v, "type("+n+") == bool || type("+n+") == int || type("+n+") == uint ? dyn(string("+n+")) : type("+n+") == double ? "+
+			"("+n+" == double(int("+n+")) && "+n+" > -1e15 && "+n+" < 1e15 ? dyn(string(int("+n+"))) : "+raise("admitc does not write a number that is not an integer as text over a string of the object")+") : "+n)
+	}
+	return ""
 }
 
 // kindMismatch is the start of a CEL conditional failing as kustomize's
