@@ -17,21 +17,7 @@ import (
 // contextRule is a ClusterPolicy with one Pod rule: its context entries
 // and its rule body (both YAML, indented for the rule's fields).
 func contextRule(entries, body string) string {
-	return `apiVersion: kyverno.io/v1
-kind: ClusterPolicy
-metadata:
-  name: r
-  annotations:
-    pod-policies.kyverno.io/autogen-controllers: none
-spec:
-  rules:
-  - name: rule
-    match:
-      any:
-      - resources:
-          kinds: [Pod]
-    context:
-` + entries + body
+	return podRule("    context:\n" + entries + body)
 }
 
 const denyTeam = `    validate:

@@ -129,16 +129,8 @@ func (r *reader) denyMessage(val *ir.Validation, c computedRule, path string) *r
 		return r.conditionRefusal("validate.deny", path+".validate.deny.conditions", err)
 	}
 	held := conditions.HeldMessages(conds, conditions.IsList(raw))
-	var msgs []string
-	variables := false
-	for _, h := range held {
-		m := conditions.JoinNonEmpty([]string{c.rule.Validation.Message, h}, "; ")
-		if m == "" {
-			m = "validation error: rule " + c.rule.Name + " failed"
-		}
-		variables = variables || strings.Contains(m, "{{")
-		msgs = append(msgs, m)
-	}
+	msgs := conditions.DenyMessages(c.rule.Validation.Message, c.rule.Name, held)
+	variables := strings.Contains(strings.Join(msgs, ""), "{{")
 	field := messageField(c, path, held)
 	fresh := 0
 	if !variables {

@@ -317,13 +317,7 @@ func (l *foreachLowering) deny(d *kyvernov1.Deny, vp string, ctx loopContext) (s
 			return "", false, &refusal{"condition message", vp + ".conditions", "{{ }} variables in the condition messages of a foreach deny are not translated"}
 		}
 	}
-	msgs := make([]string, len(held))
-	for i, h := range held {
-		msgs[i] = conditions.JoinNonEmpty([]string{l.message, h}, "; ")
-		if msgs[i] == "" {
-			msgs[i] = "validation error: rule " + l.rule + " failed"
-		}
-	}
+	msgs := conditions.DenyMessages(l.message, l.rule, held)
 	if l.deferred {
 		msgs = []string{""}
 	}

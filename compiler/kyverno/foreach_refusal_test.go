@@ -12,9 +12,10 @@ import (
 	"github.com/admitc/admitc/runtime"
 )
 
-// foreachRule is a ClusterPolicy with one Pod rule whose validate block is
-// the given YAML (indented for the rule's validate field).
-func foreachRule(validate string) string {
+// podRule is a ClusterPolicy r with one Pod rule (named rule, no
+// autogen) whose fields after match are body (YAML, indented for the
+// rule's fields).
+func podRule(body string) string {
 	return `apiVersion: kyverno.io/v1
 kind: ClusterPolicy
 metadata:
@@ -28,9 +29,13 @@ spec:
       any:
       - resources:
           kinds: [Pod]
-    validate:
-      failureAction: Enforce
-` + validate
+` + body
+}
+
+// foreachRule is a ClusterPolicy with one Pod rule whose validate block is
+// the given YAML (indented for the rule's validate field).
+func foreachRule(validate string) string {
+	return podRule("    validate:\n      failureAction: Enforce\n" + validate)
 }
 
 // Each construct a foreach rule cannot be translated with is refused at

@@ -146,25 +146,14 @@ func TestMutateAddAnchorInListIsDecidedByTheFirstElement(t *testing.T) {
 // string, as kustomize's merge in Kyverno writes it (the object's string
 // node keeps its quoted style); over anything else it is the value.
 func TestMutateScalarOverAStringIsWrittenAsText(t *testing.T) {
-	src := `apiVersion: kyverno.io/v1
-kind: ClusterPolicy
-metadata:
-  name: text
-spec:
-  rules:
-  - name: rule
-    match:
-      any:
-      - resources:
-          kinds: [Pod]
-    mutate:
+	src := podRule(`    mutate:
       patchStrategicMerge:
         metadata:
           annotations:
             replicas: 3
             enabled: true
             from: "{{ request.object.spec.priority }}"
-`
+`)
 	set, diags := compiler.Compile([]compiler.Source{{Name: "p.yaml", Data: []byte(src)}}, compiler.Options{})
 	require.Empty(t, diags)
 	e, err := runtime.NewEngine(set)

@@ -108,6 +108,21 @@ func StringField(raw string, s Scope, fresh *int) (string, error) {
 	return bind(v, "dyn("+c+")", "type("+v+") == string || "+v+" == null ? true : "+raise("the substituted field is not a string")), nil
 }
 
+// DenyMessages are Kyverno's getDenyMessage texts of a failed deny rule
+// named rule, one per held message: the rule's message and the held
+// conditions' messages joined with "; ", or "validation error: rule RULE
+// failed" when both are empty.
+func DenyMessages(message, rule string, held []string) []string {
+	out := make([]string, len(held))
+	for i, h := range held {
+		out[i] = JoinNonEmpty([]string{message, h}, "; ")
+		if out[i] == "" {
+			out[i] = "validation error: rule " + rule + " failed"
+		}
+	}
+	return out
+}
+
 // JoinNonEmpty is Kyverno's stringutils.JoinNonEmpty: the non-empty
 // elements joined with sep.
 func JoinNonEmpty(elems []string, sep string) string {
