@@ -28,11 +28,11 @@ image:
 build-kyverno:
 	$(GO) build -tags kyverno -o bin/admitc-kyverno ./cmd/admitc
 
-## kyverno: the tests against Kyverno's own engine (compare's column, the pattern translation's differential test, the whole-rule differential test on every ClusterPolicy fixture and its variants) (~20 minutes to build cold on 2 cores).
+## kyverno: the tests against Kyverno's own engine (compare's column, the pattern translation's differential test, the whole-rule differential test on every ClusterPolicy fixture and its variants, the ValidatingPolicy differential against Kyverno's vpol engine) (~20 minutes to build cold on 2 cores).
 kyverno:
 	$(GO) test -tags kyverno ./internal/compare ./internal/cli -run 'Kyverno|Compare'
 	$(GO) test -tags kyverno ./compiler/kyverno/pattern/ ./compiler/kyverno/conditions/
-	$(GO) test -tags kyverno -timeout 30m ./internal/verify -run 'WholeRule|Mutate|DenyMessages'
+	$(GO) test -tags kyverno -timeout 30m ./internal/verify -run 'WholeRule|Mutate|DenyMessages|ValidatingPolicies'
 
 ## kyverno-cli: the Kyverno CLI (`kyverno test`, v1.19.1 built from the module cache into
 ## test/kyverno-cli/.bin/) on every Kyverno fixture directory, as an oracle for their expectations,

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/admitc/admitc/internal/diag"
+	"github.com/admitc/admitc/internal/dialect"
 	"github.com/admitc/admitc/ir"
 )
 
@@ -100,3 +101,35 @@ func Errorf(o ir.Origin, format string, args ...any) diag.Diagnostic {
 
 // Labels returns the labels every generated object carries.
 func Labels() map[string]string { return map[string]string{ManagedByLabel: ManagedByValue} }
+
+// ForAPIServer is p with its CEL written for the API server of
+// kubeVersion (dialect.ForAPIServer), or a diagnostic for each expression
+// that cannot be, for the backends that emit admission policies.
+func ForAPIServer(p *ir.Policy, kubeVersion *version.Version) (*ir.Policy, diag.Diagnostics) {
+	out, refusals := dialect.ForAPIServer(p, kubeVersion)
+	var diags diag.Diagnostics
+	for _, r := range refusals {
+		diags = append(diags, Errorf(r.Origin, "%s", apiServerRefusal(p, r)))
+	}
+	return out, diags
+}
+
+// APIServerRejects is the reason p's CEL cannot be written for the API
+// server, or "".
+func APIServerRejects(p *ir.Policy) string {
+	if _, refusals := dialect.ForAPIServer(p, nil); len(refusals) > 0 {
+		return apiServerRefusal(p, refusals[0])
+	}
+	return ""
+}
+
+func apiServerRefusal(p *ir.Policy, r dialect.Refusal) string {
+	return fmt.Sprintf("%s cannot be written for the API server: %s (the webhook backend runs it as written: admitc serve evaluates it in %s's CEL environment)", r.Construct, r.Why, dialectEngine(p.CEL))
+}
+
+func dialectEngine(d ir.CELDialect) string {
+	if d == ir.CELKubernetes {
+		return "the API server"
+	}
+	return "Kyverno"
+}

@@ -180,7 +180,7 @@ spec:
       operations: [CREATE]
       resources: [pods]
   validations:
-  - expression: resource.Get("v1", "namespaces", "", "default") != null
+  - expression: resource.Get("v1", "namespaces", "", object.metadata.namespace).metadata.?labels.?tier.orValue("") != "restricted"
 `
 	set, diags := Compile([]Source{{Name: "vp.yaml", Data: []byte(src)}}, Options{KeepGoing: true})
 	require.Empty(t, diags)

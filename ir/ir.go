@@ -121,7 +121,41 @@ type Policy struct {
 	// Notes say what the compiler decided on the policy's behalf that its
 	// author should know (for example: it covers Pods only, and why).
 	Notes []string `json:"notes,omitempty"`
+	// CEL is the CEL environment the policy's expressions are written for
+	// (see CELDialect); empty for the API server's own.
+	CEL CELDialect `json:"cel,omitempty"`
+	// CELNamespace is the namespace of a namespaced Kyverno policy: its
+	// resource library reads that namespace only, as Kyverno's does.
+	CELNamespace string `json:"celNamespace,omitempty"`
 }
+
+// CELDialect names the CEL environment a policy's expressions are written
+// for. The same text can mean different things in two environments (a
+// library that one has and the other lacks, a macro that one rewrites), so
+// the runtime evaluates each policy in its own, and a backend that emits the
+// policy for another engine rewrites it or says why it cannot.
+type CELDialect string
+
+const (
+	// CELKubernetes is the API server's environment for admission policies
+	// (ValidatingAdmissionPolicy, MutatingAdmissionPolicy), as configured in
+	// k8s.io/apiserver. It is the zero value.
+	CELKubernetes CELDialect = ""
+	// CELKyvernoRule is the environment of a Kyverno ClusterPolicy's
+	// validate.cel rule (Kyverno v1.19 pkg/admissionpolicy): the API
+	// server's, with Kyverno's orValue compatibility macro (x.orValue(y) on a
+	// value that is not optional returns the value).
+	CELKyvernoRule CELDialect = "KyvernoRule"
+	// CELKyverno is the environment of policies.kyverno.io policies
+	// (ValidatingPolicy, MutatingPolicy; Kyverno v1.19 pkg/cel/compiler):
+	// the orValue macro, Kyverno's libraries (image, resource, globalContext,
+	// user, time, hash, json, yaml, x509, math, transform, gzip, random),
+	// request.object and request.oldObject, no params and no authorizer. Its
+	// validations are evaluated as Kyverno evaluates them: in order, the
+	// first that fails or errors decides, and an error fails the policy
+	// whatever its failurePolicy (which applies to matchConditions only).
+	CELKyverno CELDialect = "Kyverno"
+)
 
 // Parameters are the settings of a built-in policy type.
 type Parameters struct {

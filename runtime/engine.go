@@ -234,6 +234,9 @@ func (e *Engine) validateOne(ctx context.Context, ev *evaluation, p *ir.Policy, 
 
 // validate evaluates one validating policy with params on the engine's path.
 func (e *Engine) validate(ev *evaluation, p *ir.Policy, c *celenv.CompiledPolicy, params k8sruntime.Object) validating.ValidateResult {
+	if p.CEL == ir.CELKyverno {
+		return ev.kyvernoValidate(p, c.Programs)
+	}
 	if e.path == ReferencePath {
 		return c.Validator.Validate(ev.ctx, ev.req.Resource, ev.attr, params, ev.namespaceObject(), celconfig.RuntimeCELCostBudget, nil)
 	}

@@ -297,6 +297,10 @@ func (s *celScope) evaluateVariable(v *celenv.Variable) (ref.Val, int64) {
 	if *costPtr <= math.MaxInt64 {
 		cost = int64(*costPtr)
 	}
+	if err != nil && s.act.kyverno != nil {
+		// Kyverno's lazy variables return the program's error as it is.
+		return types.WrapErr(err), cost
+	}
 	if err != nil {
 		return types.NewErr("composited variable %q fails to evaluate: %v", v.Name, err), cost
 	}
@@ -308,6 +312,9 @@ func (s *celScope) evaluateVariable(v *celenv.Variable) (ref.Val, int64) {
 type celActivation struct {
 	in        *celInputs
 	variables ref.Val
+	// kyverno holds the variables of Kyverno's dialect (nil in the API
+	// server's).
+	kyverno *kyvernoVars
 }
 
 var _ interpreter.Activation = (*celActivation)(nil)
@@ -327,6 +334,9 @@ func (a *celActivation) ResolveName(name string) (any, bool) {
 		return a.in.namespace, true
 	case plugincel.VariableVarName:
 		return a.variables, true
+	}
+	if a.kyverno != nil {
+		return a.kyverno.resolve(name)
 	}
 	return nil, false
 }

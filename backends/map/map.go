@@ -36,7 +36,7 @@ func (Backend) Rejects(p *ir.Policy) string {
 	if p.Kind != ir.Mutating {
 		return "a MutatingAdmissionPolicy does not validate (add --backend vap, webhook or kyverno)"
 	}
-	return ""
+	return backends.APIServerRejects(p)
 }
 
 // Generate implements backends.Backend.
@@ -50,6 +50,11 @@ func (Backend) Generate(set *ir.PolicySet, opts backends.Options) (backends.Outp
 	for _, p := range backends.ByKind(set, ir.Mutating) {
 		if kv.LessThan(MinKubeVersion) {
 			diags = append(diags, backends.Errorf(p.Origin, "MutatingAdmissionPolicy needs Kubernetes %s or newer (beta, on by default), --kube-version is %s; use the webhook backend for older clusters", MinKubeVersion, kv))
+			continue
+		}
+		p, ds := backends.ForAPIServer(p, kv)
+		if len(ds) > 0 {
+			diags = append(diags, ds...)
 			continue
 		}
 		policy, bindings := Policy(p), Bindings(p, opts.Namespaces)

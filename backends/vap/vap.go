@@ -32,7 +32,7 @@ func (Backend) Rejects(p *ir.Policy) string {
 	if p.Kind != ir.Validating {
 		return "a ValidatingAdmissionPolicy cannot change objects (add --backend map, webhook or kyverno)"
 	}
-	return ""
+	return backends.APIServerRejects(p)
 }
 
 // Generate implements backends.Backend: a policy and a binding per
@@ -47,6 +47,11 @@ func (Backend) Generate(set *ir.PolicySet, opts backends.Options) (backends.Outp
 		}
 		if opts.KubeVersion != nil && opts.KubeVersion.LessThan(MinKubeVersion) {
 			diags = append(diags, backends.Errorf(p.Origin, "ValidatingAdmissionPolicy needs Kubernetes %s or newer, --kube-version is %s", MinKubeVersion, opts.KubeVersion))
+			continue
+		}
+		p, ds := backends.ForAPIServer(p, opts.KubeVersion)
+		if len(ds) > 0 {
+			diags = append(diags, ds...)
 			continue
 		}
 		out.Objects = append(out.Objects, Policy(p))

@@ -50,11 +50,12 @@ func (r *reader) validatingPolicy() {
 		r.skip(ref, "spec.evaluation.mode", "evaluation.mode "+e.Mode, "admitc evaluates admission requests (mode Kubernetes), not JSON payloads")
 		return
 	}
-	if f := libraryRefusal(validatingExpressions(&p.Spec)); f != nil {
-		r.skip(ref, "spec", f.feature, "%s", f.why)
+	pol := r.validatingIR(namespaced(ref, p.Metadata.Name), ref, &p.Spec)
+	if f := libraryRefusal(pol); f != nil {
+		r.skip(ref, f.path, f.feature, "%s", f.why)
 		return
 	}
-	r.policies = append(r.policies, r.validatingIR(namespaced(ref, p.Metadata.Name), ref, &p.Spec))
+	r.policies = append(r.policies, pol)
 	for _, g := range vpAutogen(&p.Spec) {
 		gref := ref
 		gref.AutogenOf = p.Metadata.Name
@@ -95,7 +96,7 @@ func (r *reader) celPolicyReadable(meta metav1.ObjectMeta, mc *admissionregistra
 
 func (r *reader) validatingIR(name string, ref ir.PolicyRef, s *policiesv1alpha1.ValidatingPolicySpec) *ir.Policy {
 	p := &ir.Policy{
-		Name: name, Type: Type, Kind: ir.Validating, Origin: r.origin(""), From: &ref,
+		Name: name, Type: Type, Kind: ir.Validating, Origin: r.origin(""), From: &ref, CEL: ir.CELKyverno, CELNamespace: ref.Namespace,
 		FailurePolicy: failurePolicy(s.FailurePolicy), MatchConstraints: apiconv.FromMatchResources(s.MatchConstraints),
 		MatchConditions:  r.conditions(s.MatchConditions, "spec.matchConditions"),
 		Variables:        r.variables(s.Variables, "spec.variables"),
@@ -130,7 +131,12 @@ func (r *reader) mutatingPolicy() {
 		r.skip(ref, f.path, f.feature, "%s", f.why)
 		return
 	}
-	r.policies = append(r.policies, r.mutatingIR(p.Metadata.Name, ref, &p.Spec))
+	pol := r.mutatingIR(p.Metadata.Name, ref, &p.Spec)
+	if f := libraryRefusal(pol); f != nil {
+		r.skip(ref, f.path, f.feature, "%s", f.why)
+		return
+	}
+	r.policies = append(r.policies, pol)
 	for _, g := range mpAutogen(&p.Spec) {
 		gref := ref
 		gref.AutogenOf = p.Metadata.Name
@@ -149,16 +155,12 @@ func mutatingRefusal(s *policiesv1alpha1.MutatingPolicySpec) *refusal {
 	case len(s.AuditAnnotations) > 0:
 		return &refusal{"auditAnnotations on a MutatingPolicy", "spec.auditAnnotations", "admission mutations carry no audit annotations in admitc's IR"}
 	}
-	if f := libraryRefusal(mutatingExpressions(s)); f != nil {
-		f.path = "spec"
-		return f
-	}
 	return nil
 }
 
 func (r *reader) mutatingIR(name string, ref ir.PolicyRef, s *policiesv1alpha1.MutatingPolicySpec) *ir.Policy {
 	p := &ir.Policy{
-		Name: name, Type: Type, Kind: ir.Mutating, Origin: r.origin(""), From: &ref,
+		Name: name, Type: Type, Kind: ir.Mutating, Origin: r.origin(""), From: &ref, CEL: ir.CELKyverno,
 		FailurePolicy: failurePolicy(s.FailurePolicy), MatchConstraints: apiconv.FromMatchResources(s.MatchConstraints),
 		MatchConditions: r.conditions(s.MatchConditions, "spec.matchConditions"),
 		Variables:       r.variables(s.Variables, "spec.variables"), ReinvocationPolicy: ir.ReinvokeNever,
@@ -189,40 +191,4 @@ func failurePolicy(f *admissionregistrationv1.FailurePolicyType) ir.FailurePolic
 		return ir.Ignore
 	}
 	return ir.Fail
-}
-
-func validatingExpressions(s *policiesv1alpha1.ValidatingPolicySpec) []string {
-	var out []string
-	for _, c := range s.MatchConditions {
-		out = append(out, c.Expression)
-	}
-	for _, v := range s.Variables {
-		out = append(out, v.Expression)
-	}
-	for _, v := range s.Validations {
-		out = append(out, v.Expression, v.MessageExpression)
-	}
-	for _, a := range s.AuditAnnotations {
-		out = append(out, a.ValueExpression)
-	}
-	return out
-}
-
-func mutatingExpressions(s *policiesv1alpha1.MutatingPolicySpec) []string {
-	var out []string
-	for _, c := range s.MatchConditions {
-		out = append(out, c.Expression)
-	}
-	for _, v := range s.Variables {
-		out = append(out, v.Expression)
-	}
-	for _, m := range s.Mutations {
-		if m.JSONPatch != nil {
-			out = append(out, m.JSONPatch.Expression)
-		}
-		if m.ApplyConfiguration != nil {
-			out = append(out, m.ApplyConfiguration.Expression)
-		}
-	}
-	return out
 }

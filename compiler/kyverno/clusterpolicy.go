@@ -189,6 +189,7 @@ func (r *reader) mutatingRule(p *clusterPolicyObject, pol *ir.Policy, c computed
 func (r *reader) celRule(pol *ir.Policy, c computedRule, path string, spec *kyvernov1.Spec) {
 	v := c.rule.Validation
 	cel := v.CEL
+	pol.CEL = ir.CELKyvernoRule
 	pol.Variables = r.variables(cel.Variables, path+".validate.cel.variables")
 	pol.Validations = r.validations(cel.Expressions, v.Message, path+".validate.cel.expressions")
 	pol.AuditAnnotations = r.auditAnnotations(cel.AuditAnnotations, path+".validate.cel.auditAnnotations")

@@ -1,33 +1,27 @@
 package kyverno
 
 import (
-	"regexp"
-	"strings"
+	"github.com/admitc/admitc/internal/celenv"
+	"github.com/admitc/admitc/ir"
 )
 
-// Kyverno's own CEL libraries (github.com/kyverno/sdk extensions/cel/libs)
-// reach outside the request (the API server, HTTP, registries, global
-// context) or are simply not in the API server's CEL environment: a policy
-// that calls one has no admission-policy equivalent.
-var (
-	libraryCall = regexp.MustCompile(`\b(resource|http|globalContext|imagedata|imageData|generator|json|yaml|gzip|hash|time|transform|user|x509|random)\.[A-Za-z_]\w*\s*\(`)
-	libraryFunc = regexp.MustCompile(`(^|[^.\w])(image|parseImageReference|parseServiceAccount|listObjToMap|md5|sha1|sha256|random)\s*\(`)
-	celLiteral  = regexp.MustCompile(`"(\\.|[^"\\])*"|'(\\.|[^'\\])*'`)
-)
+// libraryReasons say why admitc cannot evaluate a call of one of Kyverno's
+// libraries that read outside the admission request.
+var libraryReasons = map[celenv.Library]string{
+	celenv.LibraryHTTP:          "Kyverno's http library makes HTTP requests at admission; admitc makes none (and no admission policy can)",
+	celenv.LibraryImageData:     "Kyverno's image data library (image.GetMetadata) reads image manifests from registries at admission; admitc reads no registry",
+	celenv.LibraryResource:      "Kyverno's resource library reads objects of the cluster at admission; admitc does not read them for a CEL policy yet",
+	celenv.LibraryGlobalContext: "Kyverno's globalContext library reads Kyverno's global context entries, which admitc does not have",
+}
 
-// libraryRefusal names the first Kyverno-only library an expression calls.
-func libraryRefusal(exprs []string) *refusal {
-	for _, e := range exprs {
-		code := celLiteral.ReplaceAllStringFunc(e, func(s string) string { return strings.Repeat(" ", len(s)) })
-		name := ""
-		if m := libraryCall.FindStringSubmatch(code); m != nil {
-			name = m[1]
-		} else if m := libraryFunc.FindStringSubmatch(code); m != nil {
-			name = m[2] + "()"
-		}
-		if name != "" {
-			return &refusal{"CEL library " + name, "spec", "Kyverno's " + name + " library is evaluated by Kyverno only (it is not in the API server's CEL environment, and most of it reads the cluster, HTTP or registries at admission)"}
-		}
+// libraryRefusal names the first call of p's CEL to a library that reads
+// outside the request. Kyverno's libraries that compute from their
+// arguments alone (image(), parseImageReference(), parseServiceAccount(),
+// time, hash, json, yaml, x509, math, transform, gzip, random) are
+// evaluated by the runtime in Kyverno's own environment.
+func libraryRefusal(p *ir.Policy) *refusal {
+	for _, u := range celenv.LibraryUses(p) {
+		return &refusal{"CEL library " + string(u.Library), u.Origin.Path, libraryReasons[u.Library]}
 	}
 	return nil
 }

@@ -16,28 +16,43 @@ import (
 // Check type-checks every expression of p in the environment an API server of
 // kubeVersion offers to newly written policies (environment.NewExpressions),
 // so a library newer than the target cluster is an error here, not there.
-// A nil kubeVersion checks against the runtime's own version.
+// A nil kubeVersion checks against the runtime's own version. A policy of
+// Kyverno's CEL dialect is checked as Kyverno compiles it: every expression
+// as a stored one, whatever kubeVersion says.
 func Check(p *ir.Policy, kubeVersion *version.Version) ([]ExprError, error) {
 	if kubeVersion == nil {
 		kubeVersion = RuntimeVersion()
 	}
-	if _, err := sharedOptionEnvs(kubeVersion); err != nil {
+	env, mode := PolicyEnv(p), environment.NewExpressions
+	env.Version = kubeVersion
+	if p.CEL == ir.CELKyverno {
+		env.Version, mode = RuntimeVersion(), environment.StoredExpressions
+	}
+	if _, err := sharedOptionEnvs(env); err != nil {
 		return nil, fmt.Errorf("initialise CEL compiler: %w", err)
 	}
-	cc := NewCompiler(kubeVersion)
-	mode := environment.NewExpressions
-	opts := plugincel.OptionalVariableDeclarations{HasParams: p.ParamKind != nil, HasAuthorizer: true}
+	cc := NewCompilerIn(env)
+	opts := policyOptions(p)
 	var errs []ExprError
 	collect := func(o ir.Origin, expr string, res plugincel.CompilationResult) {
 		if res.Error != nil {
 			errs = append(errs, parseDetail(o, expr, res.Error.Detail)...)
 		}
 	}
+	conditions := func() {
+		for _, mc := range p.MatchConditions {
+			collect(mc.Origin, mc.Expression, cc.CompileCELExpression(&matchconditions.MatchCondition{Name: mc.Name, Expression: mc.Expression}, opts, mode))
+		}
+	}
+	kyvernoValidating := p.CEL == ir.CELKyverno && p.Kind == ir.Validating
+	if kyvernoValidating {
+		conditions()
+	}
 	for _, v := range p.Variables {
 		collect(v.Origin, v.Expression, cc.CompileAndStoreVariable(&validating.Variable{Name: v.Name, Expression: v.Expression}, opts, mode))
 	}
-	for _, mc := range p.MatchConditions {
-		collect(mc.Origin, mc.Expression, cc.CompileCELExpression(&matchconditions.MatchCondition{Name: mc.Name, Expression: mc.Expression}, opts, mode))
+	if !kyvernoValidating {
+		conditions()
 	}
 	for _, v := range p.Validations {
 		collect(v.Origin, v.Expression, cc.CompileCELExpression(&validating.ValidationCondition{Expression: v.Expression}, opts, mode))
@@ -46,7 +61,8 @@ func Check(p *ir.Policy, kubeVersion *version.Version) ([]ExprError, error) {
 			if v.MessageExpressionOrigin != nil {
 				o = *v.MessageExpressionOrigin
 			}
-			msgOpts := plugincel.OptionalVariableDeclarations{HasParams: p.ParamKind != nil}
+			msgOpts := opts
+			msgOpts.HasAuthorizer = false
 			collect(o, v.MessageExpression, cc.CompileCELExpression(&validating.MessageExpressionCondition{MessageExpression: v.MessageExpression}, msgOpts, mode))
 		}
 	}

@@ -77,18 +77,31 @@ type Variable struct {
 // returned: as in the API server they surface as decisions at request time.
 // Use Check to find them ahead of time.
 func Compile(p *ir.Policy) (*CompiledPolicy, error) {
-	if _, err := sharedOptionEnvs(RuntimeVersion()); err != nil {
+	env := PolicyEnv(p)
+	if _, err := sharedOptionEnvs(env); err != nil {
 		return nil, fmt.Errorf("initialise CEL compiler: %w", err)
 	}
-	cc := NewCompiler(RuntimeVersion())
-	opts := plugincel.OptionalVariableDeclarations{HasParams: p.ParamKind != nil, HasAuthorizer: true}
+	cc := NewCompilerIn(env)
+	opts := policyOptions(p)
 	progs := &Programs{VariablesType: types.NewTypeValue(cc.state.mapType.TypeName(), traits.IndexerType|traits.FieldTesterType|traits.IterableType)}
+	var matcher matchconditions.Matcher
+	if p.CEL == ir.CELKyverno && p.Kind == ir.Validating {
+		// Kyverno compiles a ValidatingPolicy's matchConditions before its
+		// variables, so they cannot read them.
+		matcher = compileMatcher(cc, p, opts, progs)
+	}
 	keys := variableKeys(p.Variables, opts)
+	for i := range keys {
+		// The same text means different things in two dialects.
+		keys[i] = env.key() + " " + keys[i]
+	}
 	for i, v := range variableAccessors(p.Variables) {
 		res := cc.CompileAndStoreVariable(v, opts, environment.StoredExpressions)
 		progs.Variables = append(progs.Variables, Variable{Name: v.GetName(), Result: res, Key: keys[i]})
 	}
-	matcher := compileMatcher(cc, p, opts, progs)
+	if progs.MatchConditions == nil {
+		matcher = compileMatcher(cc, p, opts, progs)
+	}
 	out := &CompiledPolicy{Compiler: cc, Matcher: matcher, Programs: progs}
 	if p.Kind == ir.Mutating {
 		patchOpts := opts
@@ -104,7 +117,8 @@ func Compile(p *ir.Policy) (*CompiledPolicy, error) {
 		}
 		return out, nil
 	}
-	msgOpts := plugincel.OptionalVariableDeclarations{HasParams: p.ParamKind != nil}
+	msgOpts := opts
+	msgOpts.HasAuthorizer = false
 	progs.Validations = cc.compileAll(validationAccessors(p.Validations), opts)
 	progs.AuditAnnotations = cc.compileAll(auditAccessors(p.AuditAnnotations), opts)
 	progs.Messages = cc.compileAll(messageAccessors(p.Validations), msgOpts)
@@ -112,6 +126,13 @@ func Compile(p *ir.Policy) (*CompiledPolicy, error) {
 		cc.condition(progs.Validations), matcher, cc.condition(progs.AuditAnnotations), cc.condition(progs.Messages),
 		FailurePolicy(p.FailurePolicy), nil)
 	return out, nil
+}
+
+// policyOptions are the optional declarations of p's expressions: params
+// when it has a paramKind, and the authorizer, which the API server and
+// Kyverno's validate.cel rules declare and Kyverno's CEL policies do not.
+func policyOptions(p *ir.Policy) plugincel.OptionalVariableDeclarations {
+	return plugincel.OptionalVariableDeclarations{HasParams: p.ParamKind != nil, HasAuthorizer: p.CEL != ir.CELKyverno}
 }
 
 // variableKeys returns each variable's sharing key (see Variable.Key): its
@@ -271,3 +292,7 @@ func (p *Programs) VariableIndex(name string) int {
 	}
 	return -1
 }
+
+// PolicyOptions are the optional declarations of p's expressions (see
+// policyOptions), for callers that compile one of them.
+func PolicyOptions(p *ir.Policy) plugincel.OptionalVariableDeclarations { return policyOptions(p) }

@@ -24,8 +24,8 @@ import (
 // policy whose variables have the same names and types. It holds the
 // policy's variables, so it is not shared between policies.
 type Compiler struct {
-	version *version.Version
-	state   *composition
+	env   Env
+	state *composition
 }
 
 // composition is one policy's variables: their types and programs.
@@ -37,8 +37,11 @@ type composition struct {
 
 // NewCompiler returns a compiler for one policy in the environment of an API
 // server of version v.
-func NewCompiler(v *version.Version) *Compiler {
-	return &Compiler{version: v, state: &composition{
+func NewCompiler(v *version.Version) *Compiler { return NewCompilerIn(KubernetesEnv(v)) }
+
+// NewCompilerIn returns a compiler for one policy in the environments of e.
+func NewCompilerIn(e Env) *Compiler {
+	return &Compiler{env: e, state: &composition{
 		fields:   variablesType{},
 		mapType:  apiservercel.NewObjectType(variablesTypeName, map[string]*apiservercel.DeclField{}),
 		compiled: map[string]plugincel.CompilationResult{},
@@ -47,7 +50,7 @@ func NewCompiler(v *version.Version) *Compiler {
 
 // CompileCELExpression compiles one expression, seeing the variables stored so far.
 func (c *Compiler) CompileCELExpression(a plugincel.ExpressionAccessor, opts plugincel.OptionalVariableDeclarations, mode environment.Type) plugincel.CompilationResult {
-	env, err := sharedVariablesEnv(c.version, opts, c.state.fields)
+	env, err := sharedVariablesEnv(c.env, opts, c.state.fields)
 	if err != nil {
 		return compileError(a, fmt.Sprintf("unexpected error loading CEL environment: %v", err), apiservercel.ErrorTypeInternal, nil)
 	}

@@ -15,6 +15,10 @@ import (
 	"k8s.io/apiserver/pkg/cel/environment"
 	"k8s.io/apiserver/pkg/cel/library"
 	"k8s.io/apiserver/pkg/cel/mutation"
+
+	kyvernocompiler "github.com/kyverno/kyverno/pkg/cel/compiler"
+
+	"github.com/admitc/admitc/ir"
 )
 
 // The API server builds, for every policy, the base environment extended with
@@ -30,10 +34,37 @@ import (
 // set of optional declarations, as plugincel's createEnvForOpts builds them.
 type optionEnvs map[plugincel.OptionalVariableDeclarations]*environment.EnvSet
 
-// varEnvKey names one shared environment: version, optional declarations and
-// the "variables" fields it declares.
+// Env names a family of environments: the compatibility version of an API
+// server (or of Kyverno's compiler) and the CEL dialect. Namespace is set
+// for namespaced Kyverno policies only: their resource library reads their
+// own namespace.
+type Env struct {
+	Version   *version.Version
+	Dialect   ir.CELDialect
+	Namespace string
+}
+
+// KubernetesEnv is the API server's environment at version v.
+func KubernetesEnv(v *version.Version) Env { return Env{Version: v} }
+
+// PolicyEnv is the environment p's expressions are evaluated in by the
+// engine p was written for, at the runtime's version.
+func PolicyEnv(p *ir.Policy) Env {
+	e := Env{Version: RuntimeVersion(), Dialect: p.CEL}
+	if p.CEL == ir.CELKyverno {
+		e.Namespace = p.CELNamespace
+	}
+	return e
+}
+
+func (e Env) key() string {
+	return e.Version.String() + "\x00" + string(e.Dialect) + "\x00" + e.Namespace
+}
+
+// varEnvKey names one shared environment: the family, optional
+// declarations and the "variables" fields it declares.
 type varEnvKey struct {
-	version   string
+	env       string
 	opts      plugincel.OptionalVariableDeclarations
 	signature string
 }
@@ -56,17 +87,37 @@ type onceOptions struct {
 	err  error
 }
 
-// sharedOptionEnvs returns the option environments of version v, building them once.
-func sharedOptionEnvs(v *version.Version) (optionEnvs, error) {
+// sharedOptionEnvs returns the option environments of e, building them once.
+func sharedOptionEnvs(e Env) (optionEnvs, error) {
 	shared.mu.Lock()
-	o := shared.options[v.String()]
+	o := shared.options[e.key()]
 	if o == nil {
 		o = &onceOptions{}
-		shared.options[v.String()] = o
+		shared.options[e.key()] = o
 	}
 	shared.mu.Unlock()
-	o.once.Do(func() { o.envs, o.err = buildOptionEnvs(environment.MustBaseEnvSet(v)) })
+	o.once.Do(func() { o.envs, o.err = buildEnvs(e) })
 	return o.envs, o.err
+}
+
+// buildEnvs builds the option environments of a family.
+func buildEnvs(e Env) (optionEnvs, error) {
+	switch e.Dialect {
+	case ir.CELKubernetes:
+		return buildOptionEnvs(environment.MustBaseEnvSet(e.Version))
+	case ir.CELKyvernoRule:
+		base, err := environment.MustBaseEnvSet(e.Version).Extend(environment.VersionedOptions{
+			IntroducedVersion: version.MajorMinor(1, 0),
+			EnvOptions:        kyvernocompiler.OrValueCompatEnvOptions(),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("environment misconfigured: %w", err)
+		}
+		return buildOptionEnvs(base)
+	case ir.CELKyverno:
+		return buildKyvernoEnvs(e.Namespace)
+	}
+	return nil, fmt.Errorf("unknown CEL dialect %q", e.Dialect)
 }
 
 func buildOptionEnvs(base *environment.EnvSet) (optionEnvs, error) {
@@ -144,26 +195,26 @@ func (f variablesType) signature() string {
 	return b.String()
 }
 
-// sharedVariablesEnv returns the environment of version v and opts whose
+// sharedVariablesEnv returns the environment of family e and opts whose
 // "variables" has exactly fields, and the object type of "variables".
-func sharedVariablesEnv(v *version.Version, opts plugincel.OptionalVariableDeclarations, fields variablesType) (*environment.EnvSet, error) {
-	key := varEnvKey{version: v.String(), opts: opts, signature: fields.signature()}
+func sharedVariablesEnv(e Env, opts plugincel.OptionalVariableDeclarations, fields variablesType) (*environment.EnvSet, error) {
+	key := varEnvKey{env: e.key(), opts: opts, signature: fields.signature()}
 	shared.mu.Lock()
-	e := shared.vars[key]
-	if e == nil {
-		e = &onceEnv{}
-		shared.vars[key] = e
+	o := shared.vars[key]
+	if o == nil {
+		o = &onceEnv{}
+		shared.vars[key] = o
 	}
 	shared.mu.Unlock()
-	e.once.Do(func() { e.env, e.err = buildVariablesEnv(v, opts, fields) })
-	return e.env, e.err
+	o.once.Do(func() { o.env, o.err = buildVariablesEnv(e, opts, fields) })
+	return o.env, o.err
 }
 
 // buildVariablesEnv declares "variables" as NewCompositedCompiler does: the
 // object type is registered empty and its fields are added afterwards, as
 // CompileAndStoreVariable adds them.
-func buildVariablesEnv(v *version.Version, opts plugincel.OptionalVariableDeclarations, fields variablesType) (*environment.EnvSet, error) {
-	envs, err := sharedOptionEnvs(v)
+func buildVariablesEnv(e Env, opts plugincel.OptionalVariableDeclarations, fields variablesType) (*environment.EnvSet, error) {
+	envs, err := sharedOptionEnvs(e)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/admitc/admitc/backends"
 	"github.com/admitc/admitc/backends/kyverno"
 	mapbackend "github.com/admitc/admitc/backends/map"
 	"github.com/admitc/admitc/backends/vap"
@@ -197,7 +198,11 @@ func (s *source) native() ([]byte, string, error) {
 	var objs []runtime.Object
 	file := VAPFile
 	for _, p := range s.policies {
-		q := validNames(p)
+		q, diags := backends.ForAPIServer(validNames(p), nil)
+		if len(diags) > 0 {
+			s.report.NativeRefused = append(s.report.NativeRefused, p.Name+": "+diags[0].Message)
+			continue
+		}
 		if q.Kind == ir.Mutating {
 			file = MAPFile
 			objs = append(objs, mapbackend.Policy(q))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -98,16 +99,22 @@ func TestMigratedFixturesDecideAlike(t *testing.T) {
 			out, res := migrated(t, dir)
 			require.Len(t, res.Report.Policies, 1)
 			files := res.Report.Policies[0].Files
-			require.Len(t, files, 2, "a successor file and a native file")
 			engines := map[string]*runtime.Engine{
-				"original import":    engine(t, filepath.Join(dir, "policy.yaml")),
-				"successor":          engine(t, filepath.Join(out, files[0])),
-				"native " + files[1]: engine(t, filepath.Join(out, files[1])),
+				"original import": engine(t, filepath.Join(dir, "policy.yaml")),
+				"successor":       engine(t, filepath.Join(out, files[0])),
+			}
+			names := []string{"original import", "successor"}
+			if refused := res.Report.Policies[0].NativeRefused; len(refused) > 0 {
+				require.Len(t, files, 1, "a successor file only: %v", refused)
+			} else {
+				require.Len(t, files, 2, "a successor file and a native file")
+				engines["native "+files[1]] = engine(t, filepath.Join(out, files[1]))
+				names = append(names, "native "+files[1])
 			}
 			for _, req := range requests(t, dir) {
 				compared++
 				var first, firstName string
-				for _, name := range []string{"original import", "successor", "native " + files[1]} {
+				for _, name := range names {
 					got := decide(t, engines[name], req)
 					if firstName == "" {
 						first, firstName = got, name
@@ -212,7 +219,11 @@ func decide(t *testing.T, e *runtime.Engine, req *runtime.Request) string {
 	require.NoError(t, err)
 	var lines []string
 	for _, v := range validated.Violations {
-		lines = append(lines, fmt.Sprintf("%v error=%v %s", v.Actions, v.Error, v.Message))
+		msg := messageText(v.Message)
+		if v.Error {
+			msg = evaluationError(msg)
+		}
+		lines = append(lines, fmt.Sprintf("%v error=%v %s", v.Actions, v.Error, msg))
 	}
 	sort.Strings(lines)
 	var values []string
@@ -223,4 +234,31 @@ func decide(t *testing.T, e *runtime.Engine, req *runtime.Request) string {
 	obj, err := json.Marshal(vreq.Object)
 	require.NoError(t, err)
 	return fmt.Sprintf("allowed=%v\nviolations:\n%s\naudit: %s\nobject: %s", validated.Allowed(), strings.Join(lines, "\n"), strings.Join(values, ", "), obj)
+}
+
+// evaluationErrorText is how each engine words an evaluation error: the
+// API server and a Kyverno validate.cel rule name the expression
+// ("expression 'E' resulted in error: CAUSE"), a Kyverno ValidatingPolicy
+// does not ("error: CAUSE").
+var evaluationErrorText = regexp.MustCompile(`(?s)^(?:expression '.*' resulted in error|error): (.*)$`)
+
+// evaluationError is the cause of an evaluation error's message, which the
+// engines compared must agree on; other messages are kept as they are.
+func evaluationError(msg string) string {
+	if m := evaluationErrorText.FindStringSubmatch(msg); m != nil {
+		return "evaluation error: " + m[1]
+	}
+	return msg
+}
+
+// failedMessageExpression is Kyverno's message when a messageExpression
+// fails; the API server shows the static message instead, which admitc
+// writes as this text without the error's detail.
+const failedMessageExpression = "failed to evaluate message expression"
+
+func messageText(msg string) string {
+	if strings.HasPrefix(msg, failedMessageExpression) {
+		return failedMessageExpression
+	}
+	return msg
 }

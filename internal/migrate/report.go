@@ -46,6 +46,10 @@ type PolicyReport struct {
 	Dir       string       `json:"dir"`
 	Files     []string     `json:"files,omitempty"`
 	Rules     []RuleReport `json:"rules"`
+	// NativeRefused says, per policy, why no admission policy was written
+	// for it in the native file (its CEL cannot be written for the API
+	// server).
+	NativeRefused []string `json:"nativeRefused,omitempty"`
 }
 
 // RuleReport is one source rule (or a ruleless policy).
@@ -177,6 +181,9 @@ func (r *Report) WriteText(w io.Writer) error {
 			for _, n := range rule.Notes {
 				fmt.Fprintf(&b, "            note: %s\n", n)
 			}
+		}
+		for _, n := range p.NativeRefused {
+			fmt.Fprintf(&b, "  no admission policy: %s\n", n)
 		}
 	}
 	for _, t := range r.Tests {
