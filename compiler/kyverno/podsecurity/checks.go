@@ -149,7 +149,7 @@ func restrictedVolumes(v string) string {
 		kind = isSet("vol.?"+s) + " ? " + q(s) + " : (" + kind + ")"
 	}
 	f := fieldAt{"'spec.volumes[' + string(i) + '].' + t", "'spec.volumes[*].' + t"}
-	return listOf(v+".s.?volumes") + ".transformList(i, vol, " + strings.Join(allowed, " || ") + " ? [] : [" + kind + "].map(t, " + forbiddenNil(f, "''") + ")).flatten()"
+	return listOf(v+".s.?volumes") + ".transformList(i, vol, " + strings.Join(allowed, " || ") + " ? [] : [" + kind + "].map(t, " + forbiddenEmpty(f, "''") + ")).flatten()"
 }
 
 // runAsNonRoot 1.0: runAsNonRoot true at pod level, or on every container;

@@ -58,9 +58,10 @@ func forbiddenList(f fieldAt, name, list string) string {
 	return record(f.field, f.starred, name, f.field+" + ' is forbidden, forbidden values found: [' + "+list+".join(' ') + ']'", "''", list)
 }
 
-// forbiddenNil is a Forbidden error without a bad value: printed <nil>.
-func forbiddenNil(f fieldAt, name string) string {
-	return record(f.field, f.starred, name, f.field+" + ' is forbidden, forbidden values found: <nil>'", "''", "[]")
+// forbiddenEmpty is field.Forbidden(path, "") left as it is: its bad
+// value is "", so it prints "F: Forbidden".
+func forbiddenEmpty(f fieldAt, name string) string {
+	return record(f.field, f.starred, name, f.field+" + ': Forbidden'", "''", "[]")
 }
 
 // noFieldErrors is the record of a check that fails without field errors.
