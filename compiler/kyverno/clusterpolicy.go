@@ -130,6 +130,19 @@ func (r *reader) rule(p *clusterPolicyObject, c computedRule) {
 		if fp := p.Spec.FailurePolicy; fp != nil && *fp == kyvernov1.Ignore {
 			pol.FailurePolicy = ir.Ignore
 		}
+	} else if v.PodSecurity != nil {
+		if f := r.podSecurityRule(pol, c, path, m, actions[0] == ir.Deny); f != nil {
+			r.skip(ref, f.path, f.feature, "%s", f.why)
+			return
+		}
+		pol.MatchConstraints.ResourceRules = withoutDelete(pol.MatchConstraints.ResourceRules)
+		if len(pol.MatchConstraints.ResourceRules) == 0 {
+			r.skip(ref, path+".match", "podSecurity rule on DELETE only", "Kyverno's podSecurity handler skips DELETE requests, so this rule never gives a response")
+			return
+		}
+		if fp := p.Spec.FailurePolicy; fp != nil && *fp == kyvernov1.Ignore {
+			pol.FailurePolicy = ir.Ignore
+		}
 	} else if v.GetPattern() == nil && v.GetAnyPattern() == nil && len(v.ForEachValidation) > 0 {
 		if f := r.foreachRule(pol, c, path, m, actions[0] == ir.Deny); f != nil {
 			r.skip(ref, f.path, f.feature, "%s", f.why)
@@ -253,8 +266,10 @@ func ruleRefusal(rule kyvernov1.Rule, path string) *refusal {
 		return &refusal{"validate.failureActionOverrides", vp + ".failureActionOverrides", "per-namespace actions are not translated yet"}
 	case v.Deny != nil:
 		return nil
+	case v.PodSecurity != nil && emptyPodSecurity(v.PodSecurity):
+		return &refusal{"validate.podSecurity", vp + ".podSecurity", "an empty podSecurity block is not a podSecurity rule to Kyverno's engine (it runs the rule's other validate settings); give a level"}
 	case v.PodSecurity != nil:
-		return &refusal{"validate.podSecurity", vp + ".podSecurity", "podSecurity rules run Kubernetes' Pod Security checks inside Kyverno; use the PodSecurity admission plugin or CEL rules"}
+		return nil
 	case v.Manifests != nil:
 		return &refusal{"validate.manifests", vp + ".manifests", "manifest signatures are verified with keys Kyverno fetches at admission"}
 	case v.DeprecatedAssert != nil:

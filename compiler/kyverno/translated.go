@@ -11,7 +11,7 @@ import (
 func Translated(p *ir.Policy) bool {
 	for _, v := range p.Variables {
 		switch v.Name {
-		case PatternVariable, OutcomeVariable, DenyVariable, PatchWalkVariable, ForEachVariable, conditions.ImagesVariable:
+		case PatternVariable, OutcomeVariable, PodSecurityVariable, DenyVariable, PatchWalkVariable, ForEachVariable, conditions.ImagesVariable:
 			return true
 		}
 	}

@@ -106,14 +106,14 @@ func imageRepository(image any) string {
 // container in every container list, copied from the pod's first
 // container and renamed; and the break applied to every existing
 // container in place.
-func containerMutations(obj map[string]any) []mutation {
+func containerMutations(obj map[string]any, breaks []containerBreak) []mutation {
 	var out []mutation
 	for _, pt := range podTemplates(obj) {
 		first, ok := get(obj, pt.spec.child("containers").child(0))
 		if _, isMap := first.(map[string]any); !ok || !isMap {
 			continue
 		}
-		for _, b := range containerBreaks {
+		for _, b := range breaks {
 			for _, list := range containerLists {
 				out = append(out, extraContainer(pt.spec.child(list), first.(map[string]any), b))
 			}
@@ -147,12 +147,15 @@ func breakContainer(p path, b containerBreak) mutation {
 	}}
 }
 
-// podBreaks are pod-level settings that Pod Security rules forbid,
-// relative to the pod spec.
-var podBreaks = []struct {
+// podBreak is a value set at a path relative to the pod spec.
+type podBreak struct {
 	at    path
 	value any
-}{
+}
+
+// podBreaks are pod-level settings that Pod Security rules forbid,
+// relative to the pod spec.
+var podBreaks = []podBreak{
 	{path{"hostNetwork"}, true},
 	{path{"hostPID"}, true},
 	{path{"hostIPC"}, true},
@@ -167,10 +170,10 @@ var podBreaks = []struct {
 }
 
 // podSpecMutations set each pod break in each pod of obj.
-func podSpecMutations(obj map[string]any) []mutation {
+func podSpecMutations(obj map[string]any, breaks []podBreak) []mutation {
 	var out []mutation
 	for _, pt := range podTemplates(obj) {
-		for _, b := range podBreaks {
+		for _, b := range breaks {
 			p := append(append(path{}, pt.spec...), b.at...)
 			out = append(out, setTo(kindPodSpec, p, b.value))
 		}

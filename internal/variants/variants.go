@@ -27,6 +27,12 @@ type Options struct {
 	// values are written even when the object has nothing there; for a pod
 	// controller they also apply under its pod template.
 	Paths []string
+	// PodSecurity adds the pod breaks and container changes of every Pod
+	// Security Standards check and version (podsecurity.go): capabilities,
+	// sysctls of each version, seccomp and AppArmor types, volume kinds,
+	// probe hosts, Windows pods. Off, the variants are those of earlier
+	// runs.
+	PodSecurity bool
 }
 
 // Variant is one variant of the object.
@@ -56,7 +62,7 @@ func Generate(obj map[string]any, opts Options) ([]Variant, error) {
 		}
 		wanted = append(wanted, p)
 	}
-	pool := pool(obj, wanted, boundaries(opts.Scalars))
+	pool := pool(obj, wanted, boundaries(opts.Scalars), opts.PodSecurity)
 	rng := rand.New(rand.NewSource(opts.Seed))
 	p := picker{obj: obj, count: count, seen: map[string]bool{render(obj): true}, names: map[string]bool{}}
 	p.takeSingles(rng, pool)
@@ -65,10 +71,13 @@ func Generate(obj map[string]any, opts Options) ([]Variant, error) {
 }
 
 // pool is every single change, grouped by kind in a fixed order.
-func pool(obj map[string]any, wanted []path, values []any) [][]mutation {
+func pool(obj map[string]any, wanted []path, values []any, podSecurity bool) [][]mutation {
 	var out [][]mutation
-	all := append(append(append(genericMutations(obj), containerMutations(obj)...), podSpecMutations(obj)...),
+	all := append(append(append(genericMutations(obj), containerMutations(obj, containerBreaks)...), podSpecMutations(obj, podBreaks)...),
 		boundaryMutations(obj, wanted, values)...)
+	if podSecurity {
+		all = append(append(all, containerMutations(obj, podSecurityContainerBreaks)...), podSpecMutations(obj, podSecurityPodBreaks)...)
+	}
 	for _, kind := range []string{kindRemove, kindNull, kindRetype, kindList, kindContainer, kindPodSpec, kindBoundary} {
 		var group []mutation
 		for _, m := range all {

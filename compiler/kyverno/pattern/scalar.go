@@ -249,6 +249,10 @@ func matchesFloatText(p string, fp *field.Path) (bool, error) {
 	return false, errorf(fp, "pattern %q could match a floating-point value written in Go's %%E notation, which CEL cannot produce", p)
 }
 
+// WildcardMatch renders wildcard.Match(p, s) as a CEL predicate over the
+// CEL string s.
+func WildcardMatch(p, s string) string { return wildcardMatch(p, s) }
+
 // wildcardMatch renders wildcard.Match(p, s): '*' any run of characters,
 // '?' exactly one.
 func wildcardMatch(p, s string) string {

@@ -1,0 +1,151 @@
+package podsecurity
+
+import (
+	"fmt"
+	"strings"
+
+	kyvernov1 "github.com/kyverno/kyverno/api/kyverno/v1"
+
+	"github.com/admitc/admitc/compiler/kyverno/pattern"
+)
+
+// Variable is a named CEL expression the translation needs; later ones
+// read earlier ones as variables.NAME.
+type Variable struct {
+	Name, Expression string
+}
+
+// Translation is a podSecurity block in CEL.
+type Translation struct {
+	// Variables hold the pod views and, last, the result: a list of the
+	// failing checks, each as Kyverno's FormatChecksPrint writes it (an
+	// empty list passes). A CEL error is Kyverno's rule error (a kind
+	// Kyverno cannot read a pod from).
+	Variables []Variable
+	// Result is a CEL reference to the result (variables.NAME).
+	Result string
+}
+
+// Error is a podSecurity setting admitc cannot reproduce; Path is under
+// the podSecurity block (level, version, exclude[1].images).
+type Error struct {
+	Path, Reason string
+}
+
+func (e *Error) Error() string { return e.Path + ": " + e.Reason }
+
+// Message is the CEL string of Kyverno's failure message for a rule named
+// rule whose result is result.
+func Message(rule string, ps *kyvernov1.PodSecurity, result string) string {
+	return q(fmt.Sprintf("Validation rule '%s' failed. It violates PodSecurity \"%s:%s\": ", rule, ps.Level, ps.Version)) + " + " + result + ".join('')"
+}
+
+// Translate translates ps over the object at root ("object" or
+// "oldObject") into variables named prefix, prefix+"Pod",
+// prefix+"Exclude0", ... or says why it cannot.
+func Translate(ps *kyvernov1.PodSecurity, root, prefix string) (Translation, error) {
+	if err := Claimed(ps); err != nil {
+		return Translation{}, err
+	}
+	minor, _ := ParseVersion(ps.Version)
+	spec, meta := Pod(root)
+	ref := func(name string) string { return "variables." + prefix + name }
+	t := Translation{Variables: []Variable{{prefix + "Spec", spec}, {prefix + "Meta", meta}, {prefix + "Pod", DefaultView(ref("Spec"), ref("Meta"))}}, Result: "variables." + prefix}
+	pod := ref("Pod")
+	var excludes []exclusion
+	for i, x := range ps.Exclude {
+		name := fmt.Sprintf("Exclude%d", i)
+		view := FakeView(pod)
+		if len(x.Images) > 0 {
+			view = MatchingView(ref("Spec"), x.Images)
+		}
+		t.Variables = append(t.Variables, Variable{prefix + name, view})
+		excludes = append(excludes, exclusion{x, ref(name)})
+	}
+	var segments []string
+	for _, c := range Evaluated(string(ps.Level)) {
+		t.Variables = append(t.Variables, Variable{prefix + "_" + c.ID, checkSegment(c, c.Selected(minor), pod, coveringExcludes(c.ID, excludes))})
+		segments = append(segments, ref("_"+c.ID))
+	}
+	t.Variables = append(t.Variables, Variable{prefix, "[" + strings.Join(segments, ", ") + "].filter(s, s != '')"})
+	return t, nil
+}
+
+// checkSegment is the CEL string of check c (at version v) on the pod
+// view pod after the covering exclusions: Kyverno's FormatChecksPrint of
+// the check, or ” when it passes.
+func checkSegment(c Check, v Version, pod string, covering []exclusion) string {
+	recs := v.Records(pod)
+	if len(covering) == 0 {
+		return "[" + recs + "].map(d, " + segment(c, "d", "d") + ")[0]"
+	}
+	key := byField
+	for _, x := range covering {
+		if len(x.Images) > 0 {
+			key = byFieldAndName
+		}
+	}
+	var quals []string
+	for _, x := range covering {
+		quals = append(quals, x.qualifying(v.Records(x.view), key))
+	}
+	remaining := "d.transformList(i, r, size(d.slice(0, i).filter(s, " + key("s") + " == " + key("r") + ")) < size(qs.filter(e, e == " + key("r") + ")) ? [] : [r]).flatten()"
+	return "[" + recs + "].map(d, [" + strings.Join(quals, " + ") + "].map(qs, [" + remaining + "].map(rest, " + segment(c, "d", "rest") + ")[0])[0])[0]"
+}
+
+// segment is a check's part of the message, or ” when rest (its
+// remaining records) is empty; the reason is the check's, from all its
+// records (all).
+func segment(c Check, all, rest string) string {
+	return "size(" + rest + ") == 0 ? '' : '(Forbidden reason: ' + " + c.reason(all) + " + ', field error list: [' + " + rest + ".filter(e, e[0] != '').map(e, e[3]).join(', ') + '])'"
+}
+
+// exclusion is one exclude and the CEL view of its pod.
+type exclusion struct {
+	kyvernov1.PodSecurityStandard
+	view string
+}
+
+func coveringExcludes(id string, xs []exclusion) []exclusion {
+	var out []exclusion
+	for _, x := range xs {
+		for _, cid := range ControlChecks[x.ControlName] {
+			if cid == id {
+				out = append(out, x)
+			}
+		}
+	}
+	return out
+}
+
+// Kyverno's exemptExclusions removes, for each qualifying record of an
+// exclusion's pod, the first record of the pod with the same key: the
+// starred field for an exclusion without images, and the container's name
+// too for one with images. Removals of one key do not change the count of
+// another, so the records a check keeps are counted exactly: a key keeps
+// max(0, its records - its qualifying records). Which of a key's records
+// remain, and their order, follow Kyverno's swap-remove, which admitc does
+// not reproduce: it keeps the last ones, in order (the message's order is
+// Go's map order in Kyverno anyway). Both kinds of exclusion on one check
+// are translated only where the exclusion without images cannot match a
+// container's record (Claimed refuses the rest), so one key serves.
+func byField(r string) string        { return r + "[1]" }
+func byFieldAndName(r string) string { return r + "[1] + '|' + " + r + "[2]" }
+
+// qualifying are the keys of the records (over the exclusion's view) that
+// remove a record of the pod: at the restricted field (any when none is
+// given), every bad value matching one of the values (when given).
+func (x exclusion) qualifying(recs string, key func(string) string) string {
+	cond := "true"
+	if x.RestrictedField != "" {
+		cond = "e[1] == " + q(x.RestrictedField)
+	}
+	if len(x.Values) > 0 {
+		var ms []string
+		for _, p := range x.Values {
+			ms = append(ms, pattern.WildcardMatch(p, "b"))
+		}
+		cond += " && e.slice(5, size(e)).all(b, " + strings.Join(ms, " || ") + ")"
+	}
+	return "(" + recs + ").filter(e, e[0] != '' && " + cond + ").map(e, " + key("e") + ")"
+}

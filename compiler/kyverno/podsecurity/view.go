@@ -1,0 +1,102 @@
+package podsecurity
+
+import (
+	"strings"
+
+	"github.com/admitc/admitc/compiler/kyverno/pattern"
+	"github.com/admitc/admitc/internal/celenv"
+)
+
+// A view is a CEL map of the pod a check reads, as Kyverno hands it to
+// the check: 's' the pod spec, 'm' the pod metadata, 'k' the containers
+// in visitContainers' order (init containers, containers, ephemeral
+// containers), each a map of 'p' (its field path, spec.containers[0]),
+// 'ps' (the path with digits starred, as Kyverno's regexIndex writes it),
+// 'n' (its name) and 'c' (the container). A null value is the absent value
+// of Go's decoding: an empty map, list or string.
+
+// containerLists are a pod spec's container lists in visitContainers' order.
+var containerLists = []string{"initContainers", "containers", "ephemeralContainers"}
+
+func q(s string) string { return celenv.Quote(s) }
+
+// orEmpty is the value of the optional opt, with null and absent as empty
+// (empty is '{}', '[]' or "”").
+func orEmpty(opt, empty string) string {
+	return "[" + opt + ".orValue(" + empty + ")].map(x, x == null ? " + empty + " : x)[0]"
+}
+
+func objOf(opt string) string  { return orEmpty(opt, "{}") }
+func listOf(opt string) string { return orEmpty(opt, "[]") }
+func strOf(opt string) string  { return orEmpty(opt, "''") }
+
+// isSet says a pointer field of Go's struct is not nil: present and not null.
+func isSet(opt string) string { return "(" + opt + ".orValue(null) != null)" }
+
+// isTrue says a *bool field is true.
+func isTrue(opt string) string { return "(" + opt + ".orValue(false) == true)" }
+
+// Pod is where a kind keeps the pod Kyverno's getSpec decodes: the pod
+// spec and metadata of a Pod, of a controller's template, and of a
+// CronJob's job template (whose metadata Kyverno takes from
+// spec.jobTemplate.metadata, not from the pod template).
+func Pod(root string) (spec, meta string) {
+	controllers := "[" + strings.Join(quoteAll(Controllers), ", ") + "]"
+	spec = root + ".kind == 'Pod' ? " + root + ".?spec : " + root + ".kind == 'CronJob' ? " + root + ".?spec.?jobTemplate.?spec.?template.?spec : " +
+		root + ".kind in " + controllers + " ? " + root + ".?spec.?template.?spec : " + errorOptional("could not find correct resource type")
+	meta = root + ".kind == 'Pod' ? " + root + ".?metadata : " + root + ".kind == 'CronJob' ? " + root + ".?spec.?jobTemplate.?metadata : " + root + ".?spec.?template.?metadata"
+	return objOf("(" + spec + ")"), objOf("(" + meta + ")")
+}
+
+// Controllers are the kinds whose pod Kyverno reads from spec.template.
+var Controllers = []string{"DaemonSet", "Deployment", "Job", "StatefulSet", "ReplicaSet", "ReplicationController"}
+
+// errorOptional is an optional-typed expression that fails with why.
+func errorOptional(why string) string { return "optional.of({}[" + q(why) + "])" }
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = q(s)
+	}
+	return out
+}
+
+// containerRecords are the container maps of the lists, numbered within
+// each list after keep (a CEL predicate over c, or "" for all).
+func containerRecords(spec, keep string) string {
+	var parts []string
+	for _, l := range containerLists {
+		list := listOf(spec + ".?" + l)
+		if keep != "" {
+			list += ".filter(c, " + keep + ")"
+		}
+		parts = append(parts, list+".transformList(i, c, {'p': dyn('spec."+l+"[' + string(i) + ']'), 'ps': dyn('spec."+l+"[*]'), 'n': dyn("+strOf("c.?name")+"), 'c': dyn(c == null ? {} : c)})")
+	}
+	return strings.Join(parts, " + ")
+}
+
+// DefaultView is the pod itself.
+func DefaultView(spec, meta string) string {
+	return "{'s': dyn(" + spec + "), 'm': dyn(" + meta + "), 'k': dyn(" + containerRecords(spec, "") + ")}"
+}
+
+// FakeView is Kyverno's pod for an exclusion without images
+// (GetPodWithMatchingContainers): the pod with one container named fake.
+func FakeView(pod string) string {
+	return "{'s': dyn(" + pod + ".s), 'm': dyn(" + pod + ".m), 'k': dyn([{'p': dyn('spec.containers[0]'), 'ps': dyn('spec.containers[*]'), 'n': dyn('fake'), 'c': dyn({'name': 'fake'})}])}"
+}
+
+// MatchingView is Kyverno's pod for an exclusion with images: a pod with
+// no field but the containers whose image matches one of the patterns.
+func MatchingView(spec string, images []string) string {
+	var ms []string
+	for _, p := range images {
+		ms = append(ms, pattern.WildcardMatch(p, strOf("c.?image")))
+	}
+	keep := "false"
+	if len(ms) > 0 {
+		keep = strings.Join(ms, " || ")
+	}
+	return "{'s': dyn({}), 'm': dyn({}), 'k': dyn(" + containerRecords(spec, keep) + ")}"
+}
