@@ -2,6 +2,7 @@ package backends
 
 import (
 	"fmt"
+	"path/filepath"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/version"
@@ -124,7 +125,11 @@ func APIServerRejects(p *ir.Policy) string {
 }
 
 func apiServerRefusal(p *ir.Policy, r dialect.Refusal) string {
-	return fmt.Sprintf("%s cannot be written for the API server: %s (the webhook backend runs it as written: admitc serve evaluates it in %s's CEL environment)", r.Construct, r.Why, dialectEngine(p.CEL))
+	where := ""
+	if r.Origin.Path != "" {
+		where = fmt.Sprintf(" at %s:%d:%d (%s)", filepath.Base(r.Origin.File), r.Origin.Line, r.Origin.Column, r.Origin.Path)
+	}
+	return fmt.Sprintf("%s%s cannot be written for the API server: %s (the webhook backend runs it as written: admitc serve evaluates it in %s's CEL environment)", r.Construct, where, r.Why, dialectEngine(p.CEL))
 }
 
 func dialectEngine(d ir.CELDialect) string {

@@ -81,3 +81,24 @@ func TestShortcuts(t *testing.T) {
 	assert.Equal(t, ExitUsage, code)
 	assert.Equal(t, "error: cannot compile:\n--ca-bundle: not a PEM certificate\n", stderr)
 }
+
+// TestCompileRefusesKyvernoLibrariesForTheAPIServer: a ValidatingPolicy
+// that calls Kyverno's image library has no ValidatingAdmissionPolicy
+// equivalent; compile says where and why (exit 2) and the webhook backend,
+// which runs Kyverno's environment, takes it.
+func TestCompileRefusesKyvernoLibrariesForTheAPIServer(t *testing.T) {
+	policy := "../../examples/kyverno/vpol-restrict-image-registries/policy.yaml"
+	_, stderr, code := run(t, "compile", "--backend", "vap", "--policies", policy)
+	assert.Equal(t, ExitUsage, code)
+	assert.Contains(t, stderr, policy+`:1:1: validating policy "vpol-restrict-image-registries" cannot be expressed by the selected backends (vap: Kyverno's image library (parseImageReference) at policy.yaml:33:17 (spec.validations[0].expression) cannot be written for the API server: undeclared reference to 'parseImageReference' in the API server's CEL environment (the webhook backend runs it as written: admitc serve evaluates it in Kyverno's CEL environment))`)
+
+	out, stderr, code := run(t, "compile", "--backend", "webhook", "--namespace", "shop", "--ca-bundle", "../../golden/testdata/ca.crt", "--policies", policy)
+	require.Equal(t, ExitOK, code, stderr)
+	assert.Contains(t, out, "kind: ValidatingWebhookConfiguration\n")
+
+	// orValue on a value that is not optional is rewritten, not refused.
+	out, stderr, code = run(t, "compile", "--backend", "vap", "--policies", "../../examples/kyverno/vpol-readonly-volume-mounts/policy.yaml")
+	require.Equal(t, ExitOK, code, stderr)
+	assert.Contains(t, out, "(type(c.volumeMounts) == type(optional.none()) ? (c.volumeMounts).orValue([]) : (c.volumeMounts))")
+	assert.Contains(t, out, "failurePolicy: Fail\n", "a validation error fails a ValidatingPolicy whatever its failurePolicy")
+}
