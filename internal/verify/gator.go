@@ -167,13 +167,13 @@ func compileTest(template, constraint string) (*runtime.Engine, []string, Outcom
 	return engine, policyNotes(set), "", ""
 }
 
-// policyNotes renders the compiler's notes on the set's policies as
-// `admitc compile` prints them: FILE:LINE:COL: note: policy "NAME" TEXT.
+// policyNotes renders the compiler's notes on the set's policies:
+// FILE:LINE:COL: policy "NAME" TEXT.
 func policyNotes(set *ir.PolicySet) []string {
 	var out []string
 	for _, p := range set.Policies {
 		for _, n := range p.Notes {
-			out = append(out, fmt.Sprintf("%s:%d:%d: note: policy %q %s", p.Origin.File, p.Origin.Line, p.Origin.Column, p.Name, n))
+			out = append(out, fmt.Sprintf("%s:%d:%d: policy %q %s", p.Origin.File, p.Origin.Line, p.Origin.Column, p.Name, n))
 		}
 	}
 	return out
