@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/admitc/admitc/internal/celenv"
+	"github.com/admitc/admitc/internal/inputfile"
 	"github.com/admitc/admitc/ir"
 )
 
@@ -203,21 +205,88 @@ func (r *reader) celDiagnostic(p *ir.Policy, e celenv.ExprError) Diagnostic {
 // ReadSources reads policy files and directories (their *.json, *.yaml and
 // *.yml files, sorted by name, not recursive).
 func ReadSources(paths []string) ([]Source, error) {
+	return readSources(paths, nil)
+}
+
+// ReadSourcesReport is ReadSources that also skips, inside directories,
+// files that hold no policy (see NotAPolicyFile), returning a notice for
+// each: an Artifact Hub artifacthub-pkg.yml beside a policy, a
+// kustomization, a test file. A file named explicitly is never skipped,
+// and a directory left with no file is an error.
+func ReadSourcesReport(paths []string) ([]Source, []string, error) {
+	var notices []string
+	srcs, err := readSources(paths, func(n string) { notices = append(notices, n) })
+	return srcs, notices, err
+}
+
+// readSources reads paths; with notice set, a file of a directory that is
+// not a policy file is skipped and named to notice.
+func readSources(paths []string, notice func(string)) ([]Source, error) {
 	var out []Source
 	for _, p := range paths {
-		files, err := expand(p)
+		files, inDir, err := expand(p)
 		if err != nil {
 			return nil, err
 		}
+		var kept []Source
 		for _, f := range files {
 			data, err := readBounded(f)
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, Source{Name: f, Data: data})
+			if why := NotAPolicyFile(data); inDir && notice != nil && why != "" {
+				notice(fmt.Sprintf("skipped %s: %s", f, why))
+				continue
+			}
+			kept = append(kept, Source{Name: f, Data: data})
 		}
+		if inDir && len(kept) == 0 {
+			return nil, errors.New("policy directory " + p + " holds no policy file")
+		}
+		out = append(out, kept...)
 	}
 	return out, nil
+}
+
+// notPolicyGroups are the API groups of files that sit beside policies but
+// are not policies: kustomize's, Kyverno's test files and gator's suites.
+var notPolicyGroups = map[string]string{
+	"kustomize.config.k8s.io": "a kustomize file",
+	"cli.kyverno.io":          "a Kyverno test file",
+	"test.gatekeeper.sh":      "a gator suite",
+}
+
+// NotAPolicyFile says why data holds no policy, or "" when it may: every
+// document of it either has no kind and no policies list (admitc's own
+// format has one), as an Artifact Hub package, Helm values or a Chart.yaml
+// have, or is of a group that is not policies (notPolicyGroups). A file
+// that is not valid YAML or JSON may be a policy: the compiler reports it.
+func NotAPolicyFile(data []byte) string {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	why := ""
+	for {
+		var head struct {
+			APIVersion string `yaml:"apiVersion"`
+			Kind       string `yaml:"kind"`
+			Policies   any    `yaml:"policies"`
+		}
+		err := dec.Decode(&head)
+		if errors.Is(err, io.EOF) {
+			return why
+		}
+		if err != nil {
+			return ""
+		}
+		group, _, _ := strings.Cut(head.APIVersion, "/")
+		switch {
+		case head.Kind == "" && head.Policies == nil:
+			why = "not a policy file (no kind and no policies list: an Artifact Hub package, Helm values or chart file)"
+		case notPolicyGroups[group] != "":
+			why = "not a policy file (" + notPolicyGroups[group] + ", " + head.APIVersion + " " + head.Kind + ")"
+		default:
+			return ""
+		}
+	}
 }
 
 // readBounded reads a policy file of at most MaxPolicyFileBytes.
@@ -247,27 +316,33 @@ func IsPolicyFile(name string) bool {
 	return false
 }
 
-func expand(p string) ([]string, error) {
+// expand lists the files of path p; inDir is true when p is a directory.
+func expand(p string) ([]string, bool, error) {
 	info, err := os.Stat(p)
 	if err != nil {
-		return nil, fmt.Errorf("read policy file: %w", err)
+		return nil, false, fmt.Errorf("read policy file: %w", err)
 	}
 	if !info.IsDir() {
-		return []string{p}, nil
+		return []string{p}, false, nil
 	}
 	entries, err := os.ReadDir(p)
 	if err != nil {
-		return nil, fmt.Errorf("read policy directory: %w", err)
+		return nil, true, fmt.Errorf("read policy directory: %w", err)
 	}
 	var files []string
 	for _, e := range entries {
-		if IsPolicyFile(e.Name()) && !e.IsDir() {
-			files = append(files, filepath.Join(p, e.Name()))
+		if !IsPolicyFile(e.Name()) || e.IsDir() {
+			continue
 		}
+		name := filepath.Join(p, e.Name())
+		if err := inputfile.CheckEntry(name, e); err != nil {
+			return nil, true, fmt.Errorf("read policy directory: %w", err)
+		}
+		files = append(files, name)
 	}
 	sort.Strings(files)
 	if len(files) == 0 {
-		return nil, errors.New("policy directory " + p + " holds no .json, .yaml or .yml files")
+		return nil, true, errors.New("policy directory " + p + " holds no .json, .yaml or .yml files")
 	}
-	return files, nil
+	return files, true, nil
 }

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/admitc/admitc/internal/inputfile"
 )
 
 // Manifest is one object read from a manifest file.
@@ -168,9 +170,14 @@ func manifestFiles(p string) ([]string, bool, error) {
 	for _, e := range entries {
 		switch strings.ToLower(filepath.Ext(e.Name())) {
 		case ".json", ".yaml", ".yml":
-			if !e.IsDir() {
-				files = append(files, filepath.Join(p, e.Name()))
+			if e.IsDir() {
+				continue
 			}
+			name := filepath.Join(p, e.Name())
+			if err := inputfile.CheckEntry(name, e); err != nil {
+				return nil, true, fmt.Errorf("read manifest directory: %w", err)
+			}
+			files = append(files, name)
 		}
 	}
 	sort.Strings(files)

@@ -3,6 +3,9 @@ package static
 import (
 	"fmt"
 	"path"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/version"
 
@@ -89,12 +92,17 @@ func (b Backend) objects(set *ir.PolicySet, opts backends.Options) (backends.Out
 // check refuses, before anything is built, what kube-apiserver would
 // refuse to load: an old release, a relative root, parameters (a static
 // policy is loaded before any parameter object exists and cannot name one),
-// and webhooks addressed by Service.
+// and webhooks addressed by Service; and a root with a control character
+// (a newline), which names a directory nobody means.
 func check(set *ir.PolicySet, opts backends.Options) diag.Diagnostics {
 	if opts.KubeVersion != nil && opts.KubeVersion.LessThan(MinKubeVersion) {
 		return diag.Diagnostics{{Message: fmt.Sprintf("static admission manifests need Kubernetes %s or newer, --kube-version is %s: "+
 			"kube-apiserver loads them from 1.36 (feature gate ManifestBasedAdmissionControlConfig, on by default from 1.37) "+
 			"and only in admissionregistration.k8s.io/v1, which MutatingAdmissionPolicy reached in 1.36", MinKubeVersion, opts.KubeVersion)}}
+	}
+	if i := strings.IndexFunc(opts.Static.Root, unicode.IsControl); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(opts.Static.Root[i:])
+		return diag.Diagnostics{{Message: fmt.Sprintf("--static-root %q holds the control character %q: kube-apiserver would look for a directory whose name has it; give the path without it", opts.Static.Root, r)}}
 	}
 	if !path.IsAbs(opts.Static.Root) {
 		return diag.Diagnostics{{Message: fmt.Sprintf("--static-root %q must be an absolute path: kube-apiserver refuses a staticManifestsDir that is not (\"must be an absolute file path\")", opts.Static.Root)}}

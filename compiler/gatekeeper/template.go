@@ -50,7 +50,32 @@ func (r *reader) template() *ir.Policy {
 	p.Variables = append(r.prepended(path), r.variables(src.Variables, path+".variables")...)
 	p.MatchConditions = append(r.named(src.MatchConditions, path+".matchCondition"), matchConditions(p.Origin)...)
 	p.Validations = r.validations(src.Validations, path+".validations")
+	if hasRego(target) {
+		p.Notes = append(p.Notes, RegoNotRun)
+	}
 	return p
+}
+
+// RegoNotRun is the note on a template with both Rego and CEL.
+// Gatekeeper runs one engine per template, the first by driver priority
+// (frameworks' driverForTemplate): with its CEL driver on
+// (--enable-k8s-native-validation, the default, in gator too) the CEL
+// alone decides and the Rego is never run.
+const RegoNotRun = "has Rego too: admitc judges by its " + CELEngine + " CEL alone, as Gatekeeper does with its CEL driver on (--enable-k8s-native-validation, the default); " +
+	"the Rego, which Gatekeeper runs instead when that flag is off, is not evaluated, so nothing here checks that it agrees with the CEL"
+
+// hasRego says whether a target has Rego: spec.targets[].rego or a code
+// entry of the Rego engine.
+func hasRego(t templateTarget) bool {
+	if t.Rego != "" {
+		return true
+	}
+	for _, c := range t.Code {
+		if c.Engine == "Rego" {
+			return true
+		}
+	}
+	return false
 }
 
 // celSource finds and strictly decodes the target's K8sNativeValidation

@@ -199,6 +199,7 @@ func (o *CompileOptions) Complete() error {
 
 // Run compiles and writes, or checks.
 func (o *CompileOptions) Run() error {
+	o.Policies.Notes = o.Err
 	srcs, err := o.Policies.sources()
 	if err != nil {
 		return usageError(err)

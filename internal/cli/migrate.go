@@ -26,10 +26,10 @@ func NewMigrateCommand(s Streams) *cobra.Command {
 	o := &MigrateOptions{Streams: s}
 	cmd := &cobra.Command{
 		Use:   "migrate [flags] FILE|DIR...",
-		Short: "Translate Kyverno ClusterPolicies to ValidatingPolicies and admission policies, with a report per rule",
-		Long: `Reads Kyverno ClusterPolicies and Policies (validate.cel rules), and
-ValidatingPolicies, MutatingPolicies and admission policies, and writes for
-each input policy, in a directory named after it:
+		Short: "Translate Kyverno ClusterPolicies to ValidatingPolicies, MutatingPolicies and admission policies, with a report per file and rule",
+		Long: `Reads Kyverno ClusterPolicies and Policies, ValidatingPolicies,
+MutatingPolicies and admission policies, and writes for each input policy,
+in a directory named after it:
 
   validatingpolicy.yaml            the successor policies.kyverno.io/v1
   namespacedvalidatingpolicy.yaml  ValidatingPolicy (NamespacedValidatingPolicy
@@ -39,6 +39,15 @@ each input policy, in a directory named after it:
                                    enforced by the API server without Kyverno
   .kyverno-test/kyverno-test.yaml  the policy's Kyverno test, rewritten for the
                                    successors, when one is found beside the input
+
+Translated today: validate.cel, validate.pattern and anyPattern, validate.deny
+and validate.foreach rules, JMESPath preconditions and context variables
+(the subset in docs/kyverno-pattern-translation.md), and mutate rules
+(patchStrategicMerge, patchesJson6902, foreach). Refused with the reason: a
+context entry loaded from outside the request (API call, ConfigMap, image
+registry), {{ }} variables inside a pattern, generate, verifyImages, mutate
+targets and nested foreach mutations, a paramKind, roles, Kyverno-only CEL
+libraries.
 
 A ClusterPolicy with one rule keeps its name; with several, each rule is a
 policy named POLICY-RULE (made a valid name where the rule's is not, and
@@ -50,21 +59,27 @@ does not) each autogen rule is written out as its own policy with autogen
 off, and the report says so. Actions map to validationActions (Enforce:
 Deny; Audit: Audit, with Warn when spec.emitWarning is set).
 
-The report lists every rule: OK (translated), DIFFERS (translated, with what
-the successor does not keep) or REFUSED (why: a context API call, a
-paramKind, a pattern rule...). In a rewritten test, the two answers that
+The report lists every JSON and YAML file read (hidden directories are left
+out): a file without a Kyverno or admission policy (artifacthub-pkg.yml, a
+resource) is skipped; one that cannot be read or does not compile (a kind
+admitc does not read, such as ImageValidatingPolicy or GeneratingPolicy) is
+REFUSED with the reason, and the other files are still migrated. It lists
+every rule: OK (translated), DIFFERS (translated, with what the successor
+does not keep) or REFUSED (why). In a rewritten test, the answers that
 change with the kind change: a resource the rule's match or exclude leaves
-out is skipped by the successor's match condition (skip), and a CEL error
-is an error rather than a fail.
+out is skipped by the successor's match condition (skip), a CEL error is
+an error rather than a fail, and a mutate rule's "no patches applied" skip
+is the MutatingPolicy's pass.
 
 Without --out, the files go to stdout (each after a "# --- FILE ---" line)
 and the report to stderr. With --out, the files replace the directory's as
 one set (staged, then renamed into place; on failure the previous files are
 left as they were) and the report goes to stdout.
 
-Exit codes: 0 every rule translated, 1 a rule was refused or translated with
-a difference (the files of the rest are written), 2 unreadable input or a
-policy that does not compile.`,
+Exit codes: 0 every rule translated, 1 a file or a rule was refused or a
+rule translated with a difference (the files of the rest are written), 2 a
+path that does not exist or holds no policy file, or an output directory
+that cannot be written.`,
 		Example: `  # Every Kyverno policy under policies/, into migrated/, with a report
   admitc migrate policies/ --out migrated/
 

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -55,4 +56,60 @@ func TestMigrateOutKeepsPreviousFilesOnFailure(t *testing.T) {
 	assert.Equal(t, ExitUsage, code)
 	assert.Contains(t, stderr, "a directory has that name; nothing was written")
 	assert.NoFileExists(t, filepath.Join(out, "disallow-host-path", "validatingpolicy.yaml"))
+}
+
+// Every file of a directory is reported: a policy whose apiVersion has a
+// space before its colon is migrated, kinds admitc does not read are
+// refused with the compiler's reason, artifacthub-pkg.yml is skipped, and
+// the rest is still written (exit 1).
+func TestMigrateReportsEveryFileAndWritesTheRest(t *testing.T) {
+	dir := "testdata/migrate/mixed"
+	out := t.TempDir()
+	stdout, stderr, code := run(t, "migrate", dir, "--out", out)
+	assert.Equal(t, ExitFailed, code, stderr)
+	assert.Empty(t, stderr)
+	for _, want := range []string{
+		"skipped file " + dir + "/artifacthub-pkg.yml: not a policy file (no kind and no policies list: an Artifact Hub package, Helm values or chart file)\n",
+		"REFUSED file " + dir + "/generate-network-policy.yaml: does not compile: " + dir + "/generate-network-policy.yaml:2:7: kind: admitc reads kyverno.io/v1 (and v2beta1) ClusterPolicy and Policy, and policies.kyverno.io ValidatingPolicy, NamespacedValidatingPolicy and MutatingPolicy in v1alpha1, v1beta1 and v1; not policies.kyverno.io/v1 GeneratingPolicy\n",
+		"REFUSED file " + dir + "/verify-image-signatures.yaml: does not compile: " + dir + "/verify-image-signatures.yaml:2:7: kind: admitc reads",
+		"not policies.kyverno.io/v1 ImageValidatingPolicy\n",
+		"ClusterPolicy require-team-label (" + dir + "/require-team-label.yaml) -> require-team-label/\n  OK        check-team -> require-team-label,",
+		"1 rules: 1 translated, 0 translated with a difference, 0 refused\n",
+		"4 files: 1 migrated, 1 skipped (no policy), 2 refused\n",
+	} {
+		assert.Contains(t, stdout, want)
+	}
+	assert.FileExists(t, filepath.Join(out, "require-team-label", "validatingpolicy.yaml"))
+	assert.FileExists(t, filepath.Join(out, "require-team-label", "vap.yaml"))
+
+	_, report, code := run(t, "migrate", "-o", "json", dir)
+	assert.Equal(t, ExitFailed, code)
+	var rep struct {
+		Files []struct{ File, Status, Reason string } `json:"files"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(report), &rep))
+	statuses := map[string]string{}
+	for _, f := range rep.Files {
+		statuses[filepath.Base(f.File)] = f.Status
+	}
+	assert.Equal(t, map[string]string{"artifacthub-pkg.yml": "skipped", "generate-network-policy.yaml": "refused", "require-team-label.yaml": "migrated", "verify-image-signatures.yaml": "refused"}, statuses)
+}
+
+// A migrated test of a mutate rule expects what the MutatingPolicy
+// reports: pass where the rule's patch changed nothing (the rule's skip,
+// "no patches applied"), since Kyverno's MutatingPolicy engine passes
+// whenever it evaluates.
+func TestMigratedMutateTestExpectsTheSuccessorsAnswers(t *testing.T) {
+	out := t.TempDir()
+	stdout, stderr, code := run(t, "migrate", fixtures+"kyverno-mutate/add-labels", "--out", out)
+	require.Equal(t, ExitOK, code, stderr)
+	assert.Contains(t, stdout, "(3 results, 1 changed for the successor kind, 0 resources dropped)")
+	data, err := os.ReadFile(filepath.Join(out, "add-labels", ".kyverno-test", "kyverno-test.yaml"))
+	require.NoError(t, err)
+	assert.Contains(t, string(data), "- isMutatingPolicy: true\n  kind: Service\n  policy: add-labels\n  resources:\n  - already\n  result: pass\n")
+	assert.NotContains(t, string(data), "result: skip")
+
+	stdout, _, code = run(t, "verify", out)
+	assert.Equal(t, ExitOK, code, stdout)
+	assert.Contains(t, stdout, "3 expected result(s): 3 passed, 0 failed, 0 unsupported, 0 error(s)\n")
 }

@@ -50,7 +50,9 @@ func (f *policyFlags) validate() error {
 }
 
 // sources reads the policy files, or the built-in example set when none are
-// given and none are required.
+// given and none are required; a file of a directory that holds no policy
+// (artifacthub-pkg.yml, a kustomization) is skipped with a notice on Notes
+// (without Notes, as for serve, it is an error).
 func (f *policyFlags) sources() ([]compiler.Source, error) {
 	if f.Required && len(f.Paths) == 0 {
 		return nil, errPoliciesRequired
@@ -62,7 +64,14 @@ func (f *policyFlags) sources() ([]compiler.Source, error) {
 		}
 		return []compiler.Source{{Name: "builtin:" + examples.DefaultPolicies, Data: data}}, nil
 	}
-	return compiler.ReadSources(f.Paths)
+	if f.Notes == nil {
+		return compiler.ReadSources(f.Paths)
+	}
+	srcs, notices, err := compiler.ReadSourcesReport(f.Paths)
+	for _, n := range notices {
+		fmt.Fprintf(f.Notes, "notice: %s\n", n)
+	}
+	return srcs, err
 }
 
 // compile reads and compiles the policies; every failure is a usage error

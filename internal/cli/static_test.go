@@ -51,6 +51,10 @@ func TestCompileStaticRefusesWhatKubeAPIServerRefuses(t *testing.T) {
 			args:   []string{"--static-root", "etc/admission"},
 			stderr: "error: cannot compile:\n--static-root \"etc/admission\" must be an absolute path: kube-apiserver refuses a staticManifestsDir that is not (\"must be an absolute file path\")\n",
 		},
+		"root with a newline": {
+			args:   []string{"--static-root", "/etc/admission\n"},
+			stderr: "error: cannot compile:\n--static-root \"/etc/admission\\n\" holds the control character '\\n': kube-apiserver would look for a directory whose name has it; give the path without it\n",
+		},
 		"webhook without a URL": {
 			args:   []string{"--static-webhook"},
 			stderr: "error: cannot compile:\n--static-webhook needs --url: kube-apiserver refuses clientConfig.service in static webhook configurations (it loads them before any Service exists)\n",

@@ -3,8 +3,6 @@ package migrate
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -14,7 +12,6 @@ import (
 	"github.com/admitc/admitc/backends/kyverno"
 	mapbackend "github.com/admitc/admitc/backends/map"
 	"github.com/admitc/admitc/backends/vap"
-	"github.com/admitc/admitc/compiler"
 	"github.com/admitc/admitc/internal/render"
 	"github.com/admitc/admitc/ir"
 )
@@ -59,21 +56,21 @@ type source struct {
 }
 
 // Run migrates the policies in paths (files, or directories searched
-// recursively, hidden directories left out). A policy that does not
-// compile is an error; a rule the importer or the successor format cannot
-// take is reported as refused.
+// recursively, hidden directories left out). Every JSON and YAML file is
+// reported (FileReport): one without a Kyverno or admission policy is
+// skipped, one that cannot be read or does not compile (a kind admitc does
+// not read, a CEL error) is refused with its reason and the rest is still
+// migrated; a rule the importer or the successor format cannot take is
+// reported as refused. Only a path that does not exist or holds no policy
+// file at all is an error.
 func Run(ctx context.Context, paths []string) (*Result, error) {
-	files, err := policyFiles(paths)
+	cands, files, err := policyFiles(paths)
 	if err != nil {
 		return nil, err
 	}
-	sources, err := compiler.ReadSources(files)
+	set, inputs, refused, err := compileFiles(cands)
 	if err != nil {
 		return nil, err
-	}
-	set, diags := compiler.Compile(sources, compiler.Options{KeepGoing: true})
-	if len(diags) > 0 {
-		return nil, fmt.Errorf("policies do not compile:\n%s", diags.Error())
 	}
 	srcs, err := group(set, kyverno.Successors(set, SameAsReimport))
 	if err != nil {
@@ -88,12 +85,13 @@ func Run(ctx context.Context, paths []string) (*Result, error) {
 		res.Files = append(res.Files, fs...)
 		res.Report.Policies = append(res.Report.Policies, *s.report)
 	}
-	tests, testReports, err := migrateTests(ctx, files, srcs)
+	tests, testReports, err := migrateTests(ctx, inputs, srcs)
 	if err != nil {
 		return nil, err
 	}
 	res.Files = append(res.Files, tests...)
 	res.Report.Tests = testReports
+	res.Report.Files = fileReports(files, inputs, refused)
 	res.Report.count()
 	return res, nil
 }
@@ -242,69 +240,4 @@ func NativeName(name string) string {
 		return name
 	}
 	return kyverno.ObjectName(name)
-}
-
-// policyFiles are the files of paths that hold policies: a named file
-// always; in a directory (recursively, hidden directories left out) the
-// JSON and YAML files with a Kyverno policy or an admission policy.
-func policyFiles(paths []string) ([]string, error) {
-	var out []string
-	for _, p := range paths {
-		info, err := os.Stat(p)
-		if err != nil {
-			return nil, err
-		}
-		if !info.IsDir() {
-			out = append(out, p)
-			continue
-		}
-		err = filepath.WalkDir(p, func(path string, d os.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.IsDir() && path != p && strings.HasPrefix(d.Name(), ".") {
-				return filepath.SkipDir
-			}
-			if d.IsDir() || !compiler.IsPolicyFile(path) {
-				return nil
-			}
-			if ok, err := holdsPolicy(path); err != nil || ok {
-				out = append(out, path)
-				return err
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("no policy files in %s", strings.Join(paths, ", "))
-	}
-	return out, nil
-}
-
-// holdsPolicy reports whether a file has a document that is a Kyverno
-// policy or an admission policy.
-func holdsPolicy(path string) (bool, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return false, err
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		line = strings.TrimSpace(line)
-		if v, ok := strings.CutPrefix(line, "apiVersion:"); ok {
-			v = strings.Trim(strings.TrimSpace(v), `"'`)
-			if strings.HasPrefix(v, "kyverno.io/") || strings.HasPrefix(v, "policies.kyverno.io/") {
-				return true, nil
-			}
-		}
-		if k, ok := strings.CutPrefix(line, "kind:"); ok {
-			switch strings.TrimSpace(k) {
-			case "ValidatingAdmissionPolicy", "MutatingAdmissionPolicy":
-				return true, nil
-			}
-		}
-	}
-	return false, nil
 }

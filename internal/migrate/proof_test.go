@@ -84,7 +84,7 @@ func TestMigratedFixturesPassTheirTests(t *testing.T) {
 // runVerify runs one Kyverno test with admitc verify and fails on any
 // result that did not pass; it returns how many passed.
 func runVerify(t *testing.T, file string) int {
-	rep, err := verify.Run(context.Background(), []string{file}, verify.Formats)
+	rep, err := verify.Run(context.Background(), []string{file}, verify.Options{})
 	require.NoError(t, err)
 	for _, r := range rep.Results {
 		assert.Equal(t, verify.Passed, r.Outcome, "%s: %s on %s: expected %s, got %s %s", file, r.Test, r.Case, r.Expected, r.Got, r.Reason)

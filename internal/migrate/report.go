@@ -22,18 +22,44 @@ const (
 	Refused Status = "refused"
 )
 
-// Report is what a run did, per input policy and rule, and per test.
+// Report is what a run did, per input file, per input policy and rule,
+// and per test.
 type Report struct {
+	Files    []FileReport   `json:"files"`
 	Policies []PolicyReport `json:"policies"`
 	Tests    []TestReport   `json:"tests,omitempty"`
 	Summary  Summary        `json:"summary"`
 }
 
-// Summary counts rules by status.
+// Summary counts rules and files by status.
 type Summary struct {
 	Translated               int `json:"translated"`
 	TranslatedWithDifference int `json:"translatedWithDifference"`
 	Refused                  int `json:"refused"`
+	FilesMigrated            int `json:"filesMigrated"`
+	FilesSkipped             int `json:"filesSkipped"`
+	FilesRefused             int `json:"filesRefused"`
+}
+
+// FileStatus is what became of one input file.
+type FileStatus string
+
+const (
+	// FileMigrated: the file compiled; its policies are reported.
+	FileMigrated FileStatus = "migrated"
+	// FileSkipped: a file of a directory without a Kyverno policy or an
+	// admission policy (a resource, artifacthub-pkg.yml).
+	FileSkipped FileStatus = "skipped"
+	// FileRefused: the file cannot be read, or does not compile (a kind
+	// admitc does not read, a CEL error); Reason says why.
+	FileRefused FileStatus = "refused"
+)
+
+// FileReport is one JSON or YAML file of the input.
+type FileReport struct {
+	File   string     `json:"file"`
+	Status FileStatus `json:"status"`
+	Reason string     `json:"reason,omitempty"`
 }
 
 // PolicyReport is one input policy: where it was read, where its output
@@ -76,13 +102,24 @@ type TestReport struct {
 	Skipped string `json:"skipped,omitempty"`
 }
 
-// Passed reports whether every rule was translated without a difference.
+// Passed reports whether every rule was translated without a difference
+// and no file was refused.
 func (r *Report) Passed() bool {
-	return r.Summary.Refused == 0 && r.Summary.TranslatedWithDifference == 0
+	return r.Summary.Refused == 0 && r.Summary.TranslatedWithDifference == 0 && r.Summary.FilesRefused == 0
 }
 
 func (r *Report) count() {
 	r.Summary = Summary{}
+	for _, f := range r.Files {
+		switch f.Status {
+		case FileMigrated:
+			r.Summary.FilesMigrated++
+		case FileSkipped:
+			r.Summary.FilesSkipped++
+		case FileRefused:
+			r.Summary.FilesRefused++
+		}
+	}
 	for _, p := range r.Policies {
 		for _, rule := range p.Rules {
 			switch rule.Status {
@@ -155,11 +192,19 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	return enc.Encode(r)
 }
 
-// WriteText writes the report for a reader: per policy, one line per
-// rule, then its differences and notes indented, then the tests and a
-// summary line.
+// WriteText writes the report for a reader: each file not migrated and
+// why, per policy one line per rule, then its differences and notes
+// indented, then the tests and two summary lines, of rules and of files.
 func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
+	for _, f := range r.Files {
+		switch f.Status {
+		case FileRefused:
+			fmt.Fprintf(&b, "REFUSED file %s: %s\n", f.File, f.Reason)
+		case FileSkipped:
+			fmt.Fprintf(&b, "skipped file %s: %s\n", f.File, f.Reason)
+		}
+	}
 	for _, p := range r.Policies {
 		fmt.Fprintf(&b, "%s (%s) -> %s/\n", describe(ir.PolicyRef{Kind: p.Kind, Namespace: p.Namespace, Name: p.Name}), p.File, p.Dir)
 		for _, rule := range p.Rules {
@@ -195,6 +240,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	s := r.Summary
 	fmt.Fprintf(&b, "%d rules: %d translated, %d translated with a difference, %d refused\n", s.Translated+s.TranslatedWithDifference+s.Refused, s.Translated, s.TranslatedWithDifference, s.Refused)
+	fmt.Fprintf(&b, "%d files: %d migrated, %d skipped (no policy), %d refused\n", s.FilesMigrated+s.FilesSkipped+s.FilesRefused, s.FilesMigrated, s.FilesSkipped, s.FilesRefused)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -11,18 +11,21 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/admitc/admitc/internal/inputfile"
 	"github.com/admitc/admitc/internal/verify"
 )
 
 // A Kyverno test of the source policies, rewritten for their successors:
 // each expected result names the successor that now answers for the
 // resource (the rule's own policy, or the autogen policy of its kind),
-// with the answer a ruleless Kyverno policy gives. Two answers change
+// with the answer a ruleless Kyverno policy gives. Three answers change
 // with the kind, and only those: a resource the rule's match or exclude
 // leaves out is skipped by the successor's match condition (skip, where a
-// rule has no response), and a CEL evaluation error is an error (where a
-// rule reports fail). A resource no successor matches, or whose rule was
-// refused, is left out. The test's other files are copied beside it.
+// rule has no response), a CEL evaluation error is an error (where a
+// rule reports fail), and a mutation that changes nothing passes (where a
+// mutate rule reports skip, "no patches applied"). A resource no
+// successor matches, or whose rule was refused, is left out. The test's
+// other files are copied beside it.
 
 // successorRef is the successor an IR policy is now part of.
 type successorRef struct{ name, kind string }
@@ -222,7 +225,8 @@ type answer struct {
 // answers are, per resource of result i (in order), the answer of each
 // successor that stands for a policy of its family: a response's status
 // (fail as error for an evaluation error, pass for a pattern's
-// conditional-anchor skip), skip when only the generated
+// conditional-anchor skip and for a mutate rule's "no patches applied"
+// skip), skip when only the generated
 // match condition left it out, "" when no successor answers.
 func answers(outcomes []verify.KyvernoOutcome, i int, successors map[string]successorRef) []answer {
 	var out []answer
@@ -248,6 +252,8 @@ func answers(outcomes []verify.KyvernoOutcome, i int, successors map[string]succ
 			out[j].status = "error"
 		case o.Answer == verify.Responded && o.PatternSkip:
 			out[j].status = "pass" // a ValidatingPolicy has no conditional-anchor skip
+		case o.Answer == verify.Responded && o.NoPatches:
+			out[j].status = "pass" // a MutatingPolicy that evaluates passes, patch or not
 		case o.Answer == verify.Responded:
 			out[j].status = o.Status
 		case o.Answer == verify.Excluded && out[j].status == "":
@@ -325,7 +331,7 @@ func copyTestFiles(tp, outDir string, t *verify.KyvernoTestFile) ([]File, error)
 		if !filepath.IsLocal(n) {
 			return nil, fmt.Errorf("the test names %s, outside its directory; migrate copies only the files beside or below the test", n)
 		}
-		data, err := os.ReadFile(filepath.Join(filepath.Dir(tp), n))
+		data, err := inputfile.ReadFile(filepath.Join(filepath.Dir(tp), n))
 		if err != nil {
 			return nil, err
 		}

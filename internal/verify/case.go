@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -21,6 +20,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/apiserver/pkg/authentication/user"
 
+	"github.com/admitc/admitc/internal/inputfile"
 	"github.com/admitc/admitc/ir"
 	"github.com/admitc/admitc/runtime"
 )
@@ -157,7 +157,7 @@ func reviewOperation(set *ir.PolicySet) ir.Operation {
 // readOneObject reads the one object of a case's file (gator refuses files
 // with more or fewer).
 func readOneObject(file string) (*unstructured.Unstructured, error) {
-	data, err := os.ReadFile(file)
+	data, err := inputfile.ReadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("read object: %w", err)
 	}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/admitc/admitc/compiler"
 	"github.com/admitc/admitc/compiler/gatekeeper"
+	"github.com/admitc/admitc/internal/inputfile"
+	"github.com/admitc/admitc/ir"
 	"github.com/admitc/admitc/runtime"
 )
 
@@ -73,38 +75,42 @@ func (Gator) Claims(_ string, data []byte) bool {
 	return head.Kind == "Suite" && head.APIVersion == SuiteAPIVersion
 }
 
-// Run implements Format.
-func (g Gator) Run(ctx context.Context, file string, data []byte) []Result {
+// Run implements Format; its notes are the compiler's notes on the
+// suite's templates and constraints.
+func (g Gator) Run(ctx context.Context, file string, data []byte) ([]Result, []string) {
 	var s suite
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&s); err != nil {
-		return []Result{{File: file, Outcome: Error, Reason: "malformed suite: " + err.Error()}}
+		return []Result{{File: file, Outcome: Error, Reason: "malformed suite: " + err.Error()}}, nil
 	}
 	if s.Skip {
-		return nil
+		return nil, nil
 	}
 	var out []Result
+	var notes []string
 	for _, t := range s.Tests {
 		if !t.Skip {
-			out = append(out, g.runTest(ctx, file, t)...)
+			results, n := g.runTest(ctx, file, t)
+			out = append(out, results...)
+			notes = appendNew(notes, n...)
 		}
 	}
-	return out
+	return out, notes
 }
 
 // runTest compiles the test's template and constraint and runs its cases.
-func (g Gator) runTest(ctx context.Context, file string, t test) []Result {
+func (g Gator) runTest(ctx context.Context, file string, t test) ([]Result, []string) {
 	dir := filepath.Dir(file)
 	base := Result{File: file, Test: t.Name}
 	if t.Invalid {
 		base.Expected = "constraint is invalid"
-		return []Result{withOutcome(base, Unsupported, "admitc does not check constraints against their template's parameter schema")}
+		return []Result{withOutcome(base, Unsupported, "admitc does not check constraints against their template's parameter schema")}, nil
 	}
 	if t.Template == "" || t.Constraint == "" {
-		return []Result{withOutcome(base, Error, "malformed suite: a test needs template and constraint")}
+		return []Result{withOutcome(base, Error, "malformed suite: a test needs template and constraint")}, nil
 	}
-	engine, outcome, reason := compileTest(filepath.Join(dir, t.Template), filepath.Join(dir, t.Constraint))
+	engine, notes, outcome, reason := compileTest(filepath.Join(dir, t.Template), filepath.Join(dir, t.Constraint))
 	var out []Result
 	for _, c := range t.Cases {
 		if c.Skip {
@@ -124,15 +130,21 @@ func (g Gator) runTest(ctx context.Context, file string, t test) []Result {
 		}
 		out = append(out, runCase(ctx, engine, dir, r, c)...)
 	}
-	return out
+	return out, notes
 }
 
-// compileTest compiles a template and its constraint into an engine; else
-// it says why not: unsupported for a Rego-only template, error otherwise.
-func compileTest(template, constraint string) (*runtime.Engine, Outcome, string) {
+// compileTest compiles a template and its constraint (each a regular
+// file) into an engine, with the compiler's notes; else it says why not:
+// unsupported for a Rego-only template, error otherwise.
+func compileTest(template, constraint string) (*runtime.Engine, []string, Outcome, string) {
+	for _, f := range []string{template, constraint} {
+		if err := inputfile.Check(f); err != nil {
+			return nil, nil, Error, err.Error()
+		}
+	}
 	sources, err := compiler.ReadSources([]string{template, constraint})
 	if err != nil {
-		return nil, Error, err.Error()
+		return nil, nil, Error, err.Error()
 	}
 	set, diags := compiler.Compile(sources, compiler.Options{})
 	if len(diags) > 0 {
@@ -144,15 +156,27 @@ func compileTest(template, constraint string) (*runtime.Engine, Outcome, string)
 			}
 		}
 		if len(rego) > 0 {
-			return nil, Unsupported, strings.Join(rego, "; ")
+			return nil, nil, Unsupported, strings.Join(rego, "; ")
 		}
-		return nil, Error, strings.Join(msgs, "; ")
+		return nil, nil, Error, strings.Join(msgs, "; ")
 	}
 	engine, err := runtime.NewEngine(set)
 	if err != nil {
-		return nil, Error, err.Error()
+		return nil, nil, Error, err.Error()
 	}
-	return engine, "", ""
+	return engine, policyNotes(set), "", ""
+}
+
+// policyNotes renders the compiler's notes on the set's policies:
+// FILE:LINE:COL: policy "NAME" TEXT.
+func policyNotes(set *ir.PolicySet) []string {
+	var out []string
+	for _, p := range set.Policies {
+		for _, n := range p.Notes {
+			out = append(out, fmt.Sprintf("%s:%d:%d: policy %q %s", p.Origin.File, p.Origin.Line, p.Origin.Column, p.Name, n))
+		}
+	}
+	return out
 }
 
 func withOutcome(r Result, o Outcome, reason string) Result {

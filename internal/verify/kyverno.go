@@ -26,7 +26,20 @@ const TestAPIVersion = "cli.kyverno.io/v1alpha1"
 // and patched resources compared after dropping nulls and empty maps and
 // lists. What admitc cannot run (a field of the test it does not read, a
 // rule the compiler refused) is reported as unsupported, never passed.
-type Kyverno struct{}
+//
+// In a directory, as kyverno test, it runs only the test files named
+// FileName; a test file named as a path is always run.
+type Kyverno struct {
+	// FileName is the name of the test files run in a directory (kyverno
+	// test --file-name); "" is DefaultTestFileName.
+	FileName string
+	// Selector filters the expected results (kyverno test
+	// --test-case-selector); the zero Selector selects all.
+	Selector Selector
+}
+
+// DefaultTestFileName is the name kyverno test looks for in a directory.
+const DefaultTestFileName = "kyverno-test.yaml"
 
 var _ Format = Kyverno{}
 
@@ -49,6 +62,24 @@ func (Kyverno) Claims(_ string, data []byte) bool {
 	}
 	legacy := head.Kind == "" && head.APIVersion == "" && head.Policies != nil && head.Results != nil
 	return legacy || head.Kind == "Test" && head.APIVersion == TestAPIVersion
+}
+
+// SkipFound implements DirectoryFilter: kyverno test reads only the files
+// named --file-name in a directory (test/load.go), so a test file renamed
+// to disable it is not run.
+func (k Kyverno) SkipFound(file string) string {
+	name := k.fileName()
+	if filepath.Base(file) == name {
+		return ""
+	}
+	return fmt.Sprintf("a Kyverno test not named %s, which kyverno test does not run (--file-name); name the file as a path to run it", name)
+}
+
+func (k Kyverno) fileName() string {
+	if k.FileName == "" {
+		return DefaultTestFileName
+	}
+	return k.FileName
 }
 
 // deprecatedSchema is Kyverno v1.19's deprecations.CheckTest: a test
@@ -160,18 +191,22 @@ type userInfoFile struct {
 	UserInfo     authenticationv1.UserInfo `json:"userInfo"`
 }
 
-// Run implements Format.
-func (k Kyverno) Run(ctx context.Context, file string, data []byte) []Result {
+// Run implements Format: one result per expected result the selector
+// keeps, resource and rule response; no notes.
+func (k Kyverno) Run(ctx context.Context, file string, data []byte) ([]Result, []string) {
 	var t kyvernoTest
 	if err := yaml.UnmarshalStrict(data, &t); err != nil {
-		return []Result{{File: file, Outcome: Error, Reason: "malformed Kyverno test: " + err.Error()}}
+		return []Result{{File: file, Outcome: Error, Reason: "malformed Kyverno test: " + err.Error()}}, nil
 	}
 	if deprecatedSchema(&t) {
-		return []Result{{File: file, Test: t.Name, Outcome: Error, Reason: DeprecatedSchemaReason}}
+		return []Result{{File: file, Test: t.Name, Outcome: Error, Reason: DeprecatedSchemaReason}}, nil
 	}
 	s, err := loadSuite(filepath.Dir(file), &t)
 	var out []Result
 	for _, res := range t.Results {
+		if !k.Selector.selects(res) {
+			continue
+		}
 		base := Result{File: file, Test: testName(res), Expected: res.Result}
 		switch {
 		case err != nil:
@@ -181,10 +216,10 @@ func (k Kyverno) Run(ctx context.Context, file string, data []byte) []Result {
 		case unsupportedResult(res) != "":
 			out = append(out, withOutcome(withCase(base, res), Unsupported, unsupportedResult(res)))
 		default:
-			out = append(out, s.judge(ctx, base, res)...)
+			out = append(out, s.judge(ctx, base, res, k.Selector)...)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // testName names one expected result by its policy and rule.

@@ -358,7 +358,8 @@ func (s *kyvernoSuite) operationsOf(kt *kyvernoTest, o *unstructured.Unstructure
 	seen := map[ir.Operation]bool{}
 	var out []ir.Operation
 	for _, res := range kt.Results {
-		for _, r := range s.selectResources(res.Resources) {
+		objs, _ := s.selectResources(res.Resources)
+		for _, r := range objs {
 			name := res.Policy[strings.LastIndex(res.Policy, "/")+1:]
 			if op := s.operation(res, name, o, true); r == o && !seen[op] {
 				seen[op] = true

@@ -32,33 +32,86 @@ type ruleResponse struct {
 	// ClusterPolicy rule's own outcome, which a successor without rules
 	// (ValidatingPolicy) reports as pass.
 	patternSkip bool
+	// noPatches says a mutate rule's skip came from a patch that changed
+	// nothing (a MutatingPolicy reports pass instead).
+	noPatches bool
 }
 
 // judge checks one expected result against every resource it names, one
-// Result per resource and rule response, as Kyverno's printTestResult.
-func (s *kyvernoSuite) judge(ctx context.Context, base Result, res testResult) []Result {
+// Result per resource and rule response, as Kyverno's printTestResult; a
+// resource name that names nothing is a warning row (in a test with
+// resources), and a result with no resource to judge a row without
+// response.
+func (s *kyvernoSuite) judge(ctx context.Context, base Result, res testResult, sel Selector) []Result {
 	name := res.Policy[strings.LastIndex(res.Policy, "/")+1:]
 	family, skipped := s.family(name, res.Rule)
+	names := sel.resourceNames(res.Resources)
+	objs, missing := s.selectResources(names)
+	objs = sel.narrow(objs)
 	var out []Result
-	for _, o := range s.selectResources(res.Resources) {
+	if len(s.resources) > 0 {
+		out = missingResources(base, missing, len(missing) < len(names))
+	}
+	if len(objs) == 0 {
+		r := withCase(base, res)
+		return append(out, withOutcome(r, NoResponse, "no resource to judge: "+s.noResourceReason()))
+	}
+	for _, o := range objs {
 		r := base
 		r.Case = describeResource(o)
-		if len(skipped) > 0 {
+		switch {
+		case len(skipped) > 0:
 			out = append(out, withOutcome(r, Unsupported, skippedReason(skipped)))
-			continue
-		}
-		if reason := paramsUnsupported(family); reason != "" {
-			out = append(out, withOutcome(r, Unsupported, reason))
-			continue
-		}
-		if len(family) == 0 {
-			r.Got = "policy " + name + " is not among the test's policies (or has no such rule)"
+		case paramsUnsupported(family) != "":
+			out = append(out, withOutcome(r, Unsupported, paramsUnsupported(family)))
+		case len(family) == 0 && res.Rule != "" && s.hasPolicy(name):
+			out = append(out, withOutcome(r, Warning, fmt.Sprintf("policy %s has no rule %s: kyverno test passes the result as excluded", name, res.Rule)))
+		case len(family) == 0:
+			r.Got = "policy " + name + " is not among the test's policies"
 			out = append(out, withOutcome(r, Failed, ""))
-			continue
+		default:
+			out = append(out, s.judgeResource(ctx, r, res, family, o)...)
 		}
-		out = append(out, s.judgeResource(ctx, r, res, family, o)...)
 	}
 	return out
+}
+
+// missingResources are the warning rows of the names a result lists that
+// name no resource of the test; some says others do.
+func missingResources(base Result, missing []string, some bool) []Result {
+	var out []Result
+	for _, m := range missing {
+		r := base
+		r.Case = m
+		why := "kyverno test ignores the name and judges the result on every resource of the test"
+		if some {
+			why = "kyverno test ignores the name"
+		}
+		out = append(out, withOutcome(r, Warning, "resource "+m+" is not among the test's resources: "+why))
+	}
+	return out
+}
+
+func (s *kyvernoSuite) noResourceReason() string {
+	if len(s.resources) == 0 {
+		return "the test has no resources, so kyverno test gives the result no row (counted neither passed nor failed)"
+	}
+	return "--test-case-selector's resource matches none of the result's resources"
+}
+
+// hasPolicy says whether a policy of the test is named name.
+func (s *kyvernoSuite) hasPolicy(name string) bool {
+	for _, p := range s.set.Policies {
+		if p.From != nil && p.From.Name == name {
+			return true
+		}
+	}
+	for _, sk := range s.set.Skipped {
+		if sk.From.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // family is the IR policies a result names: the policy's rule (and its
@@ -109,21 +162,26 @@ func skippedReason(skipped []ir.Skipped) string {
 
 // selectResources are the resources a result names (name or
 // namespace/name, compared with the end of each resource's key); all of
-// them when it names none that exist, as Kyverno does.
-func (s *kyvernoSuite) selectResources(names []string) []*unstructured.Unstructured {
-	var out []*unstructured.Unstructured
+// them when it names none that exist, as Kyverno does. missing are the
+// names that name no resource.
+func (s *kyvernoSuite) selectResources(names []string) (out []*unstructured.Unstructured, missing []string) {
 	for _, n := range names {
 		ns, name, qualified := strings.Cut(n, "/")
+		found := false
 		for _, o := range s.resources {
 			if qualified && o.GetNamespace() == ns && o.GetName() == name || !qualified && o.GetName() == n {
 				out = append(out, o)
+				found = true
 			}
+		}
+		if !found {
+			missing = append(missing, n)
 		}
 	}
 	if len(out) == 0 {
-		return s.resources
+		return s.resources, missing
 	}
-	return out
+	return out, missing
 }
 
 // judgeResource judges one resource against the result.
@@ -173,9 +231,12 @@ func (s *kyvernoSuite) judgeResource(ctx context.Context, r Result, res testResu
 			out = append(out, withOutcome(row, Failed, ""))
 		}
 	}
-	if len(out) == 0 && len(responses) == 0 {
+	switch {
+	case len(out) == 0 && len(responses) == 0:
 		r.Got = "excluded (the rule does not match the resource; Kyverno counts it as passed)"
 		out = append(out, withOutcome(r, Passed, ""))
+	case len(out) == 0:
+		out = append(out, withOutcome(r, NoResponse, fmt.Sprintf("%s has no %s, so kyverno test gives the result no row (counted neither passed nor failed); failOnMissingResources: true fails it", res.PatchedResources, describeResource(o))))
 	}
 	return out
 }
@@ -237,7 +298,7 @@ func (s *kyvernoSuite) response(run *evaluationRun, p *ir.Policy) (ruleResponse,
 		if p.From != nil && p.From.Rule != "" {
 			// A ClusterPolicy mutate rule whose patch changes nothing is
 			// Kyverno's skip (pkg/engine/mutate: "no patches applied").
-			rr.status, rr.message = statusSkip, "no patches applied"
+			rr.status, rr.message, rr.noPatches = statusSkip, "no patches applied", true
 		}
 	case runtime.Passed, runtime.NoParams, runtime.Mutated:
 		if _, none := result.AuditAnnotations[p.Name+"."+kyverno.NoResponseAnnotation]; none && p.From != nil && p.From.Rule != "" {

@@ -37,7 +37,7 @@ func TestKyvernoLegacyTestFilesAreErrors(t *testing.T) {
 			dir := t.TempDir()
 			file := filepath.Join(dir, "kyverno-test.yaml")
 			require.NoError(t, os.WriteFile(file, []byte(c.test), 0o600))
-			rep, err := Run(context.Background(), []string{dir}, []Format{Gator{}, Kyverno{}})
+			rep, err := Run(context.Background(), []string{dir}, Options{Formats: []Format{Gator{}, Kyverno{}}})
 			require.NoError(t, err)
 			c.want.File = file
 			assert.Equal(t, []Result{c.want}, rep.Results)

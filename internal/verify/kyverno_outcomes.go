@@ -3,13 +3,13 @@ package verify
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"github.com/admitc/admitc/internal/inputfile"
 	"github.com/admitc/admitc/ir"
 	"github.com/admitc/admitc/runtime"
 )
@@ -53,6 +53,10 @@ type KyvernoOutcome struct {
 	// PatternSkip says a skip came from a pattern rule's conditional
 	// anchor (a successor without rules passes instead).
 	PatternSkip bool
+	// NoPatches says a skip is a mutate rule's patch that changed nothing
+	// (Kyverno's "no patches applied"); a MutatingPolicy, whose engine
+	// reports pass whenever it evaluates, passes instead.
+	NoPatches bool
 }
 
 // KyvernoTestFile is a Kyverno test file as written, for rewriting; only
@@ -64,7 +68,7 @@ type KyvernoTestResult = testResult
 
 // ReadKyvernoTest reads a Kyverno test file strictly.
 func ReadKyvernoTest(file string) (*KyvernoTestFile, error) {
-	data, err := os.ReadFile(file)
+	data, err := inputfile.ReadFile(file)
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +101,8 @@ func KyvernoOutcomes(ctx context.Context, file string) ([]KyvernoOutcome, error)
 		if len(family) == 0 {
 			continue
 		}
-		for _, o := range s.selectResources(res.Resources) {
+		objs, _ := s.selectResources(res.Resources)
+		for _, o := range objs {
 			op := s.operation(res, family[0].From.Name, o, family[0].From.Rule != "")
 			run, err := s.run(ctx, o, op)
 			if err != nil {
@@ -119,6 +124,7 @@ func (s *kyvernoSuite) outcome(run *evaluationRun, p *ir.Policy, out KyvernoOutc
 		out.Answer, out.Status = Responded, rr.status
 		out.EvaluationError = rr.status == statusFail && evaluationError(run, p)
 		out.PatternSkip = rr.patternSkip
+		out.NoPatches = rr.noPatches
 		return out
 	}
 	out.Answer = NotMatched

@@ -77,7 +77,7 @@ results:
 	for name, data := range files {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600))
 	}
-	rep, err := Run(context.Background(), []string{dir}, []Format{Kyverno{}})
+	rep, err := Run(context.Background(), []string{dir}, Options{Formats: []Format{Kyverno{}}})
 	require.NoError(t, err)
 	require.Len(t, rep.Results, 3)
 	got := map[string]string{}

@@ -3,7 +3,6 @@ package verify
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -14,6 +13,7 @@ import (
 
 	"github.com/admitc/admitc/compiler"
 	"github.com/admitc/admitc/compiler/kyverno"
+	"github.com/admitc/admitc/internal/inputfile"
 	"github.com/admitc/admitc/ir"
 	"github.com/admitc/admitc/runtime"
 )
@@ -84,8 +84,21 @@ func (s *kyvernoSuite) path(p string) string {
 	return filepath.Join(s.dir, p)
 }
 
+// paths are the files the test names, each a regular file or a directory.
+func (s *kyvernoSuite) paths(files []string) ([]string, error) {
+	var out []string
+	for _, f := range files {
+		p := s.path(f)
+		if err := inputfile.Check(p); err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
 func (s *kyvernoSuite) readYAML(p string, out any) error {
-	data, err := os.ReadFile(s.path(p))
+	data, err := inputfile.ReadFile(s.path(p))
 	if err != nil {
 		return err
 	}
@@ -97,9 +110,9 @@ func (s *kyvernoSuite) readYAML(p string, out any) error {
 // engines. Errors are judged as a test runner must: every CEL error fails
 // every run, as a ValidatingPolicy that does not compile fails Kyverno's.
 func (s *kyvernoSuite) compile(policies []string) error {
-	var paths []string
-	for _, p := range policies {
-		paths = append(paths, s.path(p))
+	paths, err := s.paths(policies)
+	if err != nil {
+		return err
 	}
 	sources, err := compiler.ReadSources(paths)
 	if err != nil {
@@ -175,9 +188,9 @@ func probeSet(set *ir.PolicySet) *ir.PolicySet {
 // objects reads the objects of files, each namespaced one without a
 // namespace put in default, as Kyverno's CLI loads them.
 func (s *kyvernoSuite) objects(files []string, what string) ([]*unstructured.Unstructured, error) {
-	var paths []string
-	for _, f := range files {
-		paths = append(paths, s.path(f))
+	paths, err := s.paths(files)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	if len(paths) == 0 {
 		return nil, nil

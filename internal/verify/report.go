@@ -9,24 +9,38 @@ import (
 	"text/tabwriter"
 )
 
-// Passed reports whether every expected result passed.
+// Passed reports whether every expected result passed: none failed, is
+// unsupported or an error; in a strict run, none is a warning or without
+// a response either.
 func (r *Report) Passed() bool {
-	return r.Summary.Failed == 0 && r.Summary.Unsupported == 0 && r.Summary.Errors == 0
+	s := r.Summary
+	return s.Failed == 0 && s.Unsupported == 0 && s.Errors == 0 && !(r.Strict && s.Warnings+s.NoResponse > 0)
 }
 
-// String renders the summary as one line.
+// String renders the summary as one line; warnings and results without a
+// response are counted only when there are some.
 func (s Summary) String() string {
-	return fmt.Sprintf("%d expected result(s): %d passed, %d failed, %d unsupported, %d error(s)",
-		s.Passed+s.Failed+s.Unsupported+s.Errors, s.Passed, s.Failed, s.Unsupported, s.Errors)
+	out := fmt.Sprintf("%d expected result(s): %d passed, %d failed, %d unsupported, %d error(s)",
+		s.Passed+s.Failed+s.Unsupported+s.Errors+s.Warnings+s.NoResponse, s.Passed, s.Failed, s.Unsupported, s.Errors)
+	if s.Warnings > 0 {
+		out += fmt.Sprintf(", %d warning(s)", s.Warnings)
+	}
+	if s.NoResponse > 0 {
+		out += fmt.Sprintf(", %d without response", s.NoResponse)
+	}
+	return out
 }
 
-// verdict is a result's last column: PASS, FAIL, UNSUPPORTED or ERROR.
+// verdict is a result's last column: PASS, FAIL, UNSUPPORTED, ERROR, WARN
+// or NO-RESPONSE.
 func (r Result) verdict() string {
 	switch r.Outcome {
 	case Passed:
 		return "PASS"
 	case Failed:
 		return "FAIL"
+	case Warning:
+		return "WARN"
 	}
 	return strings.ToUpper(string(r.Outcome))
 }
@@ -49,8 +63,21 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintln(w, r.Summary)
+	_, err := fmt.Fprintln(w, r.summaryLine())
 	return err
+}
+
+// summaryLine is the summary, saying what a strict run made of warnings
+// and results without a response.
+func (r *Report) summaryLine() string {
+	line := r.Summary.String()
+	if r.Summary.Warnings+r.Summary.NoResponse == 0 {
+		return line
+	}
+	if r.Strict {
+		return line + " (--strict: they fail the run)"
+	}
+	return line + " (they pass, as the test's own tool passes them; --strict fails them)"
 }
 
 // WriteJSON writes the report as indented JSON.
@@ -62,11 +89,17 @@ func (r *Report) WriteJSON(w io.Writer) error {
 
 // WriteMarkdown writes a table for a pull-request comment.
 func (r *Report) WriteMarkdown(w io.Writer) error {
-	fmt.Fprintf(w, "**admitc verify**: %s\n\n", r.Summary)
+	fmt.Fprintf(w, "**admitc verify**: %s\n\n", r.summaryLine())
 	fmt.Fprintln(w, "| file | test | case | expected | got | result |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|")
 	for _, res := range r.Results {
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", cell(res.File), cell(res.Test), cell(res.Case), cell(res.Expected), cell(res.got()), res.verdict())
+	}
+	if len(r.Notes) > 0 {
+		fmt.Fprintln(w)
+		for _, n := range r.Notes {
+			fmt.Fprintf(w, "- note: %s\n", oneLine(n))
+		}
 	}
 	return nil
 }
@@ -104,7 +137,7 @@ type junitMessage struct {
 // WriteJUnit writes JUnit XML: a testsuite per file, a testcase per result;
 // an unsupported result is skipped with its reason (and still fails the run).
 func (r *Report) WriteJUnit(w io.Writer) error {
-	out := junitSuites{Tests: len(r.Results), Failures: r.Summary.Failed, Errors: r.Summary.Errors, Skipped: r.Summary.Unsupported}
+	out := junitSuites{Tests: len(r.Results)}
 	index := map[string]int{}
 	for _, res := range r.Results {
 		i, ok := index[res.File]
@@ -115,19 +148,14 @@ func (r *Report) WriteJUnit(w io.Writer) error {
 		}
 		s := &out.Suites[i]
 		c := junitCase{Name: strings.TrimSpace(res.Case + " " + res.Expected), ClassName: res.Test}
-		switch res.Outcome {
-		case Failed:
-			c.Failure = &junitMessage{Message: "got " + res.got()}
-			s.Failures++
-		case Error:
-			c.Error = &junitMessage{Message: res.got()}
-			s.Errors++
-		case Unsupported:
-			c.Skipped = &junitMessage{Message: "unsupported: " + res.got()}
-			s.Skipped++
-		}
+		r.junitVerdict(res, &c, s)
 		s.Tests++
 		s.Cases = append(s.Cases, c)
+	}
+	for _, s := range out.Suites {
+		out.Failures += s.Failures
+		out.Errors += s.Errors
+		out.Skipped += s.Skipped
 	}
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err
@@ -139,6 +167,29 @@ func (r *Report) WriteJUnit(w io.Writer) error {
 	}
 	_, err := fmt.Fprintln(w)
 	return err
+}
+
+// junitVerdict marks a failed result as a failure, an error as an error,
+// an unsupported one as skipped; a warning or a result without a response
+// is a failure in a strict run and skipped otherwise.
+func (r *Report) junitVerdict(res Result, c *junitCase, s *junitSuite) {
+	switch {
+	case res.Outcome == Failed:
+		c.Failure = &junitMessage{Message: "got " + res.got()}
+		s.Failures++
+	case res.Outcome == Error:
+		c.Error = &junitMessage{Message: res.got()}
+		s.Errors++
+	case res.Outcome == Unsupported:
+		c.Skipped = &junitMessage{Message: "unsupported: " + res.got()}
+		s.Skipped++
+	case (res.Outcome == Warning || res.Outcome == NoResponse) && r.Strict:
+		c.Failure = &junitMessage{Message: string(res.Outcome) + " (--strict): " + res.got()}
+		s.Failures++
+	case res.Outcome == Warning || res.Outcome == NoResponse:
+		c.Skipped = &junitMessage{Message: string(res.Outcome) + ": " + res.got()}
+		s.Skipped++
+	}
 }
 
 func dash(s string) string {

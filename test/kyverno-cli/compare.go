@@ -63,8 +63,16 @@ func cliVerdicts(rows []cliRow) map[resultKey]verdict {
 	return out
 }
 
-// outcomes turns admitc's outcomes into verdicts.
-var outcomes = map[string]verdict{"passed": "pass", "failed": "fail", "unsupported": "unsupported", "error": "error"}
+// outcomes turns admitc's outcomes into verdicts; a warning passes, as in
+// kyverno test (admitc verify --strict fails it).
+var outcomes = map[string]verdict{"passed": "pass", "failed": "fail", "unsupported": "unsupported", "error": "error", "warning": "pass"}
+
+// rowless says the CLI prints no row for an admitc result: one without
+// response, or the warning on a resource name that names nothing (the CLI
+// ignores the name).
+func rowless(r admitcResult) bool {
+	return r.Outcome == "no-response" || r.Outcome == "warning" && strings.HasPrefix(r.Reason, "resource ")
+}
 
 // admitcVerdicts folds admitc's results into one verdict per key; the worst
 // outcome wins (error, then unsupported, then failed).
@@ -79,6 +87,9 @@ func admitcVerdicts(rep admitcReport) (map[resultKey]verdict, error) {
 				return nil, err
 			}
 			policies[r.File] = names
+		}
+		if rowless(r) {
+			continue
 		}
 		v := outcomes[r.Outcome]
 		k := resultKey{Policy: policyOf(r.Test, policies[r.File]), Resource: r.Case}

@@ -120,6 +120,10 @@ func cliProblem(expect string, cli cliRun, runErr error, out []byte) string {
 	switch {
 	case !cli.Summarised:
 		return fmt.Sprintf("the CLI stopped before judging (%v): %s", runErr, lastLines(out, 3))
+	case expect == expectEmpty && (len(cli.Rows) > 0 || runErr != nil):
+		return fmt.Sprintf("the CLI judged %d result(s) (or failed: %v) on a fixture where it should judge none", len(cli.Rows), runErr)
+	case expect == expectEmpty:
+		return ""
 	case len(cli.Rows) == 0:
 		return "the CLI judged no result"
 	case expect == expectPass && (failed > 0 || runErr != nil):

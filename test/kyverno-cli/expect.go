@@ -19,6 +19,10 @@ const (
 	// cannot judge as admission would (its request has no name, say): the
 	// CLI's rows for it neither fail the directory nor enter the comparison.
 	expectKnown = "known"
+	// expectEmpty marks a fixture on which the CLI must judge no result
+	// and pass (a test without resources): admitc lists what the CLI
+	// leaves out.
+	expectEmpty = "empty"
 )
 
 // expectation is what the expectations file says of one directory.
@@ -45,7 +49,7 @@ func (e expectation) known(r cliRow) *knownResult {
 
 type expectations map[string]expectation
 
-// readExpectations reads "DIR fail|skip REASON" and "DIR known POLICY RULE
+// readExpectations reads "DIR fail|skip|empty REASON" and "DIR known POLICY RULE
 // RESOURCE REASON" lines; '#' starts a comment. A directory not listed is
 // expected to pass.
 func readExpectations(file string) (expectations, error) {
@@ -70,10 +74,10 @@ func readExpectations(file string) (expectations, error) {
 		switch {
 		case len(fields) >= 6 && fields[1] == expectKnown:
 			e.Known = append(e.Known, knownResult{Policy: fields[2], Rule: fields[3], Resource: fields[4], Reason: strings.Join(fields[5:], " ")})
-		case len(fields) >= 3 && (fields[1] == expectFail || fields[1] == expectSkip) && e.Verdict == "":
+		case len(fields) >= 3 && (fields[1] == expectFail || fields[1] == expectSkip || fields[1] == expectEmpty) && e.Verdict == "":
 			e.Verdict, e.Reason = fields[1], strings.Join(fields[2:], " ")
 		default:
-			return nil, fmt.Errorf("%s:%d: want DIR fail|skip REASON (once per DIR) or DIR known POLICY RULE RESOURCE REASON, got %q", file, n, line)
+			return nil, fmt.Errorf("%s:%d: want DIR fail|skip|empty REASON (once per DIR) or DIR known POLICY RULE RESOURCE REASON, got %q", file, n, line)
 		}
 		out[dir] = e
 	}

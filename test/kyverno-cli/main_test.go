@@ -99,6 +99,8 @@ func TestCLIProblem(t *testing.T) {
 	assert.Empty(t, cliProblem(expectFail, fail, exit1, nil))
 	assert.Equal(t, "the CLI passed every result of a fixture that plants failures", cliProblem(expectFail, pass, nil, nil))
 	assert.Equal(t, "the CLI judged no result", cliProblem(expectPass, cliRun{Summarised: true}, nil, nil))
+	assert.Empty(t, cliProblem(expectEmpty, cliRun{Summarised: true}, nil, nil))
+	assert.Equal(t, "the CLI judged 1 result(s) (or failed: <nil>) on a fixture where it should judge none", cliProblem(expectEmpty, pass, nil, nil))
 	skipped := cliRun{Rows: []cliRow{{Result: "Pass"}, {Result: "Skip", Reason: "Invalid Policy"}}, Passed: 2, Summarised: true}
 	assert.Equal(t, "the CLI failed or skipped 1 of 2 result(s)", cliProblem(expectPass, skipped, nil, nil), "exit code 0, but a policy was not run")
 }
@@ -150,7 +152,7 @@ func TestReadExpectations(t *testing.T) {
 
 	require.NoError(t, os.WriteFile(file, []byte("a pass because\n"), 0o644))
 	_, err = readExpectations(file)
-	assert.EqualError(t, err, file+`:1: want DIR fail|skip REASON (once per DIR) or DIR known POLICY RULE RESOURCE REASON, got "a pass because"`)
+	assert.EqualError(t, err, file+`:1: want DIR fail|skip|empty REASON (once per DIR) or DIR known POLICY RULE RESOURCE REASON, got "a pass because"`)
 }
 
 // A known row neither fails the directory nor enters the comparison; the
