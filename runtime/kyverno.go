@@ -6,6 +6,7 @@ import (
 
 	celtypes "github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
+	kyvernocompiler "github.com/kyverno/kyverno/pkg/cel/compiler"
 	"github.com/kyverno/sdk/extensions/cel/libs/globalcontext"
 	"github.com/kyverno/sdk/extensions/cel/libs/http"
 	"github.com/kyverno/sdk/extensions/cel/libs/imagedata"
@@ -48,7 +49,7 @@ func (ev *evaluation) kyvernoValidate(p *ir.Policy, progs *celenv.Programs) vali
 		return kyvernoError("failed to load context", err)
 	}
 	s := ev.newScope(progs, in)
-	s.act.kyverno = ev.kyvernoContexts()
+	s.act.kyverno = ev.kyvernoContexts(p)
 	if matched, err := s.kyvernoMatch(progs.MatchConditions); err != nil {
 		if p.FailurePolicy == ir.Ignore {
 			return validating.ValidateResult{}
@@ -187,13 +188,21 @@ func (ev *evaluation) kyvernoInputs(rk requestKey) (*celInputs, error) {
 
 // kyvernoContexts are the values of the variables Kyverno's libraries read
 // the cluster through, for this evaluation.
-func (ev *evaluation) kyvernoContexts() *kyvernoVars {
-	return &kyvernoVars{
+func (ev *evaluation) kyvernoContexts(p *ir.Policy) *kyvernoVars {
+	v := &kyvernoVars{
 		resource:      resource.Context{ContextInterface: celenv.NoCluster{}},
 		globalContext: globalcontext.Context{ContextInterface: celenv.NoCluster{}},
 		http:          http.Context{ContextInterface: celenv.NoCluster{}},
 		imageData:     imagedata.Context{ContextInterface: celenv.NoCluster{}},
 	}
+	if src, ok := ev.state.(KyvernoContextSource); ok {
+		if lib := src.KyvernoContext(); lib != nil {
+			c := libraryContext{KyvernoLibraryContext: lib}
+			v.resource = resource.Context{ContextInterface: c}
+			v.globalContext = globalcontext.Context{ContextInterface: kyvernocompiler.ConfineGlobalContext(c, p.CELNamespace)}
+		}
+	}
+	return v
 }
 
 // kyvernoVars are the variables of Kyverno's dialect besides the API

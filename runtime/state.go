@@ -49,14 +49,28 @@ type ParamStore interface {
 type StaticState struct {
 	// NamespaceLabels are namespace labels by namespace name.
 	NamespaceLabels map[string]map[string]string
+	// Namespaces are namespaces read whole (annotations too), by name;
+	// they take precedence over NamespaceLabels.
+	Namespaces map[string]*corev1.Namespace
 	// ParamObjects are the parameter objects, of every kind.
 	ParamObjects []*unstructured.Unstructured
+	// Library is what Kyverno's resource and globalContext libraries read
+	// (nil: nothing, every call fails).
+	Library KyvernoLibraryContext
 }
+
+// KyvernoContext implements KyvernoContextSource.
+func (s *StaticState) KyvernoContext() KyvernoLibraryContext { return s.Library }
 
 var _ ClusterState = (*StaticState)(nil)
 
 // Namespace implements ClusterState: every namespace exists.
 func (s *StaticState) Namespace(_ context.Context, name string) (*corev1.Namespace, error) {
+	if ns, ok := s.Namespaces[name]; ok {
+		out := ns.DeepCopy()
+		out.Labels = namespaceWithLabels(name, ns.Labels).Labels
+		return out, nil
+	}
 	return namespaceWithLabels(name, s.NamespaceLabels[name]), nil
 }
 

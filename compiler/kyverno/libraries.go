@@ -10,18 +10,20 @@ import (
 var libraryReasons = map[celenv.Library]string{
 	celenv.LibraryHTTP:          "Kyverno's http library makes HTTP requests at admission; admitc makes none (and no admission policy can)",
 	celenv.LibraryImageData:     "Kyverno's image data library (image.GetMetadata) reads image manifests from registries at admission; admitc reads no registry",
-	celenv.LibraryResource:      "Kyverno's resource library reads objects of the cluster at admission; admitc does not read them for a CEL policy yet",
-	celenv.LibraryGlobalContext: "Kyverno's globalContext library reads Kyverno's global context entries, which admitc does not have",
 }
 
 // libraryRefusal names the first call of p's CEL to a library that reads
-// outside the request. Kyverno's libraries that compute from their
+// what admitc cannot: HTTP or registries. The resource and globalContext
+// libraries read the cluster state (files in admitc test and verify,
+// informers in admitc serve). Kyverno's libraries that compute from their
 // arguments alone (image(), parseImageReference(), parseServiceAccount(),
 // time, hash, json, yaml, x509, math, transform, gzip, random) are
 // evaluated by the runtime in Kyverno's own environment.
 func libraryRefusal(p *ir.Policy) *refusal {
 	for _, u := range celenv.LibraryUses(p) {
-		return &refusal{"CEL library " + string(u.Library), u.Origin.Path, libraryReasons[u.Library]}
+		if why, refused := libraryReasons[u.Library]; refused {
+			return &refusal{"CEL library " + string(u.Library), u.Origin.Path, why}
+		}
 	}
 	return nil
 }

@@ -243,10 +243,7 @@ func unsupportedTest(t *kyvernoTest) string {
 	}{
 		{"exceptions (PolicyExceptions)", len(t.Exceptions) > 0},
 		{"targetResources (mutate existing)", len(t.TargetResources) > 0},
-		{"context", t.Context != ""},
-		{"clusterResources", len(t.ClusterResources) > 0},
 		{"apiCallResponses", len(t.APICallResponses) > 0},
-		{"globalContextEntries", len(t.GlobalContextEntries) > 0},
 		{"jsonPayload", t.JSONPayload != "" || len(t.JSONPayloads) > 0},
 		{"httpPayloads", len(t.HTTPPayloads) > 0},
 		{"envoyPayloads", len(t.EnvoyPayloads) > 0},

@@ -3,6 +3,7 @@ package verify
 import (
 	"context"
 	"fmt"
+	corev1 "k8s.io/api/core/v1"
 	"path/filepath"
 	"strings"
 
@@ -37,6 +38,9 @@ type kyvernoSuite struct {
 	params            []*unstructured.Unstructured
 	values            *valuesSpec
 	user              user.Info
+	// library is what Kyverno's resource and globalContext libraries read
+	// (nil: nothing).
+	library *runtime.StaticObjects
 	// runs caches each resource's evaluation per operation.
 	runs map[string]*evaluationRun
 }
@@ -70,6 +74,9 @@ func loadSuite(dir string, t *kyvernoTest) (*kyvernoSuite, error) {
 			return nil, fmt.Errorf("userinfo: %w", err)
 		}
 		s.user = &user.DefaultInfo{Name: u.UserInfo.Username, UID: u.UserInfo.UID, Groups: u.UserInfo.Groups}
+	}
+	if s.library, err = s.readLibrary(t); err != nil {
+		return nil, err
 	}
 	if key := s.injectedValue(); key != "" {
 		return nil, fmt.Errorf("values set %s: admitc verify does not inject JMESPath values into the object", key)
@@ -307,6 +314,21 @@ func (s *kyvernoSuite) request(o *unstructured.Unstructured, op ir.Operation) *r
 		UID: "admitc-verify", Kind: gvk, Resource: runtime.ResourceFor(gvk), Operation: op,
 		Namespace: o.GetNamespace(), Name: o.GetName(), Object: o, User: s.user, Params: s.params,
 		NamespaceLabels: s.namespaceLabels(o.GetNamespace()), Explain: true,
+	}
+	if s.library != nil || s.values != nil && len(s.values.Namespaces) > 0 {
+		st := &runtime.StaticState{
+			NamespaceLabels: map[string]map[string]string{o.GetNamespace(): req.NamespaceLabels},
+			ParamObjects:    s.params, Namespaces: map[string]*corev1.Namespace{},
+		}
+		if s.library != nil {
+			st.Library = s.library
+		}
+		for i := range s.values.Namespaces {
+			if ns := &s.values.Namespaces[i]; ns.Name == o.GetNamespace() {
+				st.Namespaces[ns.Name] = ns
+			}
+		}
+		req.Cluster = st
 	}
 	switch op {
 	case ir.Update:
