@@ -21,7 +21,8 @@ func Check(p *ir.Policy, kubeVersion *version.Version) ([]ExprError, error) {
 	if kubeVersion == nil {
 		kubeVersion = RuntimeVersion()
 	}
-	if _, err := sharedOptionEnvs(kubeVersion); err != nil {
+	envs, err := sharedOptionEnvs(kubeVersion)
+	if err != nil {
 		return nil, fmt.Errorf("initialise CEL compiler: %w", err)
 	}
 	cc := NewCompiler(kubeVersion)
@@ -36,8 +37,11 @@ func Check(p *ir.Policy, kubeVersion *version.Version) ([]ExprError, error) {
 	for _, v := range p.Variables {
 		collect(v.Origin, v.Expression, cc.CompileAndStoreVariable(&validating.Variable{Name: v.Name, Expression: v.Expression}, opts, mode))
 	}
+	// kube-apiserver's validation compiles match conditions without the
+	// policy's variables (validateMatchConditionsExpression), and refuses a
+	// policy whose match condition uses them.
 	for _, mc := range p.MatchConditions {
-		collect(mc.Origin, mc.Expression, cc.CompileCELExpression(&matchconditions.MatchCondition{Name: mc.Name, Expression: mc.Expression}, opts, mode))
+		collect(mc.Origin, mc.Expression, compileIn(envs[opts], &matchconditions.MatchCondition{Name: mc.Name, Expression: mc.Expression}, mode))
 	}
 	for _, v := range p.Validations {
 		collect(v.Origin, v.Expression, cc.CompileCELExpression(&validating.ValidationCondition{Expression: v.Expression}, opts, mode))
