@@ -136,7 +136,7 @@ func TestGatekeeperDiagnostics(t *testing.T) {
 		"unknown enforcement action": {
 			template:   gkTemplate(gkValidation),
 			constraint: strings.Replace(gkConstraint, "enforcementAction: warn", "enforcementAction: block", 1),
-			want:       `constraint.yaml:6:22: spec.enforcementAction: enforcementAction must be deny, warn, dryrun or scoped, got "block"`,
+			want:       `constraint.yaml:6:22: spec.enforcementAction: enforcementAction must be deny, warn, dryrun or scoped (lowercase: Gatekeeper's webhook refuses any other value), got "block"`,
 		},
 		"scoped action for audit only": {
 			template:   gkTemplate(gkValidation),

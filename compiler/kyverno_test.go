@@ -180,7 +180,7 @@ spec:
       operations: [CREATE]
       resources: [pods]
   validations:
-  - expression: resource.Get("v1", "namespaces", "", object.metadata.namespace).metadata.?labels.?tier.orValue("") != "restricted"
+  - expression: http.Get("https://policy.example.com/allowed/" + object.metadata.name).allowed == true
 `
 	set, diags := Compile([]Source{{Name: "vp.yaml", Data: []byte(src)}}, Options{KeepGoing: true})
 	require.Empty(t, diags)
@@ -191,7 +191,7 @@ spec:
 	assert.Equal(t, []string{"deployments"}, g.MatchConstraints.ResourceRules[0].Resources)
 	assert.Equal(t, []ir.Action{ir.Audit}, g.Bindings[0].Actions)
 	require.Len(t, set.Skipped, 1)
-	assert.Equal(t, "CEL library resource", set.Skipped[0].Feature)
+	assert.Equal(t, "CEL library http", set.Skipped[0].Feature)
 }
 
 func TestKyvernoMatchCondition(t *testing.T) {

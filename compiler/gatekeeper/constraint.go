@@ -1,12 +1,14 @@
 package gatekeeper
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 
-	k8sjson "k8s.io/apimachinery/pkg/util/json"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/admitc/admitc/compiler/source"
 	"github.com/admitc/admitc/internal/apiconv"
 	"github.com/admitc/admitc/ir"
 )
@@ -29,6 +31,7 @@ func (r *reader) constraint() *ir.Binding {
 	if c.Metadata.Name == "" {
 		r.errorf("metadata.name", "missing metadata.name")
 	}
+	r.diags = append(r.diags, r.doc.FieldErrors(webhookErrors(&c), source.Refusal{By: "Gatekeeper's webhook refuses this constraint"})...)
 	b := &ir.Binding{
 		Name: c.Metadata.Name, Origin: r.origin(""),
 		Actions:        r.actions(c.Spec),
@@ -51,7 +54,7 @@ func (r *reader) actions(s constraintSpec) []ir.Action {
 		return []ir.Action{a}
 	}
 	if ea != "scoped" {
-		r.errorf("spec.enforcementAction", "enforcementAction must be deny, warn, dryrun or scoped, got %q", ea)
+		r.errorf("spec.enforcementAction", "enforcementAction must be deny, warn, dryrun or scoped (lowercase: Gatekeeper's webhook refuses any other value), got %q", ea)
 		return nil
 	}
 	var out []ir.Action
@@ -120,21 +123,34 @@ func (r *reader) matchResources(m *match) *ir.MatchResources {
 // paramObject is the constraint as the policy's parameter object, in the
 // apiVersion its paramKind names, with JSON's number types.
 func (r *reader) paramObject() map[string]any {
-	var generic any
-	if err := r.doc.Root.Decode(&generic); err != nil {
-		r.errorf("", "%v", err)
-		return nil
-	}
-	data, err := json.Marshal(generic)
+	obj, err := r.doc.Object()
 	if err != nil {
-		r.errorf("", "%v", err)
-		return nil
-	}
-	var obj map[string]any
-	if err := k8sjson.Unmarshal(data, &obj); err != nil {
 		r.errorf("", "%v", err)
 		return nil
 	}
 	obj["apiVersion"] = ParamAPIVersion
 	return obj
+}
+
+// webhookErrors are what Gatekeeper's validating webhook refuses in a
+// constraint besides its enforcement action (validateGatekeeperResources,
+// K8sValidationTarget.ValidateConstraint): a name longer than 63
+// characters, and match selectors that are not valid label selectors.
+func webhookErrors(c *constraintObject) field.ErrorList {
+	var errs field.ErrorList
+	if len(c.Metadata.Name) > 63 {
+		errs = append(errs, field.TooLong(field.NewPath("metadata", "name"), c.Metadata.Name, 63))
+	}
+	if m := c.Spec.Match; m != nil {
+		match := field.NewPath("spec", "match")
+		for _, sel := range []struct {
+			name string
+			sel  *metav1.LabelSelector
+		}{{"labelSelector", m.LabelSelector}, {"namespaceSelector", m.NamespaceSelector}} {
+			if sel.sel != nil {
+				errs = append(errs, metav1validation.ValidateLabelSelector(sel.sel, metav1validation.LabelSelectorValidationOptions{}, match.Child(sel.name))...)
+			}
+		}
+	}
+	return errs
 }

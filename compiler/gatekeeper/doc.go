@@ -31,6 +31,7 @@
 // Gatekeeper serves the constraint CRDs: Gatekeeper's own generated policy
 // has the same shape.
 //
-// The package imports the IR, compiler/source and internal/diag; never a
+// The package imports the IR, compiler/source, internal/diag and
+// internal/apiconv, and the API machinery (label selector validation); never a
 // backend or the runtime.
 package gatekeeper

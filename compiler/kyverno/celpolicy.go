@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/admitc/admitc/internal/apiconv"
+	"github.com/admitc/admitc/internal/diag"
 	"github.com/admitc/admitc/ir"
 )
 
@@ -34,6 +35,9 @@ func (r *reader) validatingPolicy() {
 	var p validatingPolicyObject
 	if ds := r.doc.Decode(&p, "a Kyverno ValidatingPolicy"); len(ds) > 0 {
 		r.diags = append(r.diags, ds...)
+		return
+	}
+	if r.refused(nil) {
 		return
 	}
 	ref := ir.PolicyRef{APIVersion: r.apiVersion, Kind: r.kind, Name: p.Metadata.Name}
@@ -87,8 +91,8 @@ func (r *reader) celPolicyReadable(meta metav1.ObjectMeta, mc *admissionregistra
 		r.errorf("metadata.name", "missing metadata.name")
 		return false
 	}
-	if mc == nil {
-		r.errorf("spec.matchConstraints", "missing spec.matchConstraints: a %s without it matches nothing", r.kind)
+	if mc == nil || len(mc.ResourceRules) == 0 {
+		r.diags = append(r.diags, diag.Diagnostic{Origin: r.doc.OriginNear("spec.matchConstraints.resourceRules"), Message: fmt.Sprintf("a %s needs matchConstraints with at least one resource rule (Kyverno's webhook refuses it without; a policy without it matches nothing)", r.kind)})
 		return false
 	}
 	return true
@@ -121,6 +125,9 @@ func (r *reader) mutatingPolicy() {
 	var p mutatingPolicyObject
 	if ds := r.doc.Decode(&p, "a Kyverno MutatingPolicy"); len(ds) > 0 {
 		r.diags = append(r.diags, ds...)
+		return
+	}
+	if r.refused(nil) {
 		return
 	}
 	ref := ir.PolicyRef{APIVersion: r.apiVersion, Kind: r.kind, Name: p.Metadata.Name}

@@ -9,6 +9,7 @@ import (
 	kyvernov1 "github.com/kyverno/kyverno/api/kyverno/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/admitc/admitc/compiler/kyverno/conditions"
 	"github.com/admitc/admitc/internal/apiconv"
@@ -40,6 +41,9 @@ func (r *reader) clusterPolicy() {
 	}
 	if r.kind == "ClusterPolicy" {
 		p.Metadata.Namespace = ""
+	}
+	if r.refused(func() field.ErrorList { return clusterPolicyErrors(&p, r.kind) }) {
+		return
 	}
 	if len(p.Spec.Rules) == 0 {
 		r.errorf("spec.rules", "a %s needs rules", r.kind)

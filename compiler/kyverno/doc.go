@@ -61,7 +61,15 @@
 // Every IR policy carries an ir.PolicyRef naming its Kyverno policy and
 // rule, so a test runner can report in Kyverno's names.
 //
-// The package imports the IR, compiler/source, compiler/kyverno/pattern,
+// Before lowering, a document is refused as a cluster would refuse to
+// create it (crds.go, webhook.go): by Kyverno's CRD schema, which the API
+// server checks (validationFailureAction audit, enforce, Audit or Enforce;
+// a rule's failureAction only Audit or Enforce; failurePolicy Ignore or
+// Fail; validationActions Deny, Audit or Warn, each once), then by
+// kyvernov1's Validate, which Kyverno's webhook runs (webhook timeouts,
+// rule types, names); each error at its field.
+//
+// The package imports the IR, compiler/source, compiler/crd, compiler/kyverno/pattern,
 // compiler/kyverno/conditions, compiler/kyverno/mutate, internal/celenv
 // (quoting), internal/diag, internal/apiconv and Kyverno's API types (not its
 // engine); never a backend or the runtime.

@@ -10,7 +10,6 @@ import (
 	kyvernov1 "github.com/kyverno/kyverno/api/kyverno/v1"
 	"github.com/kyverno/kyverno/pkg/engine/variables/regex"
 
-	"github.com/admitc/admitc/compiler/kyverno/podsecurity"
 )
 
 // kyvernoRefusal is the first check of Kyverno's own policy validation
@@ -38,11 +37,6 @@ func kyvernoRefusal(spec *kyvernov1.Spec) (path, msg string) {
 			return rp, "Kyverno refuses this policy: " + err.Error()
 		} else if at != "" {
 			return rp + fieldPath(at), fmt.Sprintf("Kyverno refuses this policy: variable '%s' present outside of foreach at path %s", variable, at)
-		}
-		if v := rule.Validation; v != nil && v.PodSecurity != nil {
-			if at, err := podsecurity.KyvernoRefusal(v.PodSecurity); err != "" {
-				return rp + ".validate.podSecurity." + at, "Kyverno refuses this policy: " + rp + ".validate.podSecurity." + at + ": " + err
-			}
 		}
 		if at, err := ruleContextError(rule); err != "" {
 			return rp + at, fmt.Sprintf("Kyverno refuses this policy: path: %s: %s", rp, err)

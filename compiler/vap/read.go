@@ -38,26 +38,11 @@ func (r *reader) errorf(path, format string, args ...any) {
 	r.diags = append(r.diags, diag.Diagnostic{Origin: r.origin(path), Message: fmt.Sprintf(format, args...)})
 }
 
-func (r *reader) name(n string) string {
-	if n == "" {
-		r.errorf("metadata.name", "missing metadata.name")
-	}
-	return n
-}
-
 func failurePolicy(f *admissionregistrationv1.FailurePolicyType) ir.FailurePolicy {
 	if f != nil && *f == admissionregistrationv1.Ignore {
 		return ir.Ignore
 	}
 	return ir.Fail
-}
-
-func (r *reader) constraints(m *admissionregistrationv1.MatchResources) *ir.MatchResources {
-	if m == nil {
-		r.errorf("spec.matchConstraints", "missing spec.matchConstraints: a policy without it matches nothing (the API server requires it)")
-		return &ir.MatchResources{}
-	}
-	return apiconv.FromMatchResources(m)
 }
 
 func (r *reader) named(list string, items []admissionregistrationv1.Variable) []ir.NamedExpression {
@@ -86,8 +71,8 @@ func paramKind(k *admissionregistrationv1.ParamKind) *ir.ParamKind {
 func (r *reader) validating(o *admissionregistrationv1.ValidatingAdmissionPolicy) *ir.Policy {
 	s := o.Spec
 	p := &ir.Policy{
-		Name: r.name(o.Name), Type: Type, Kind: ir.Validating, Origin: r.origin(""),
-		FailurePolicy: failurePolicy(s.FailurePolicy), MatchConstraints: r.constraints(s.MatchConstraints),
+		Name: o.Name, Type: Type, Kind: ir.Validating, Origin: r.origin(""),
+		FailurePolicy: failurePolicy(s.FailurePolicy), MatchConstraints: apiconv.FromMatchResources(s.MatchConstraints),
 		ParamKind: paramKind(s.ParamKind), MatchConditions: r.conditions(s.MatchConditions),
 		Variables: r.named("spec.variables", s.Variables),
 	}
@@ -106,22 +91,13 @@ func (r *reader) validating(o *admissionregistrationv1.ValidatingAdmissionPolicy
 	for i, a := range s.AuditAnnotations {
 		p.AuditAnnotations = append(p.AuditAnnotations, ir.AuditAnnotation{Key: a.Key, ValueExpression: a.ValueExpression, Origin: r.origin(fmt.Sprintf("spec.auditAnnotations[%d].valueExpression", i))})
 	}
-	if len(s.Validations) == 0 && len(s.AuditAnnotations) == 0 {
-		r.errorf("spec", "a ValidatingAdmissionPolicy needs validations or auditAnnotations")
-	}
 	return p
 }
 
 func (r *reader) validatingBinding(o *admissionregistrationv1.ValidatingAdmissionPolicyBinding) *ir.Binding {
-	b := &ir.Binding{Name: r.name(o.Name), Origin: r.origin(""), MatchResources: apiconv.FromMatchResources(o.Spec.MatchResources), ParamRef: apiconv.FromParamRef(o.Spec.ParamRef)}
+	b := &ir.Binding{Name: o.Name, Origin: r.origin(""), MatchResources: apiconv.FromMatchResources(o.Spec.MatchResources), ParamRef: apiconv.FromParamRef(o.Spec.ParamRef)}
 	for _, a := range o.Spec.ValidationActions {
 		b.Actions = append(b.Actions, ir.Action(a))
-	}
-	if len(b.Actions) == 0 {
-		r.errorf("spec.validationActions", "missing spec.validationActions: say [Deny] to enforce or [Warn, Audit] to roll out (the API server requires at least one)")
-	}
-	if o.Spec.PolicyName == "" {
-		r.errorf("spec.policyName", "missing spec.policyName: the policy this binding binds")
 	}
 	return b
 }
@@ -129,8 +105,8 @@ func (r *reader) validatingBinding(o *admissionregistrationv1.ValidatingAdmissio
 func (r *reader) mutating(o *admissionregistrationv1.MutatingAdmissionPolicy) *ir.Policy {
 	s := o.Spec
 	p := &ir.Policy{
-		Name: r.name(o.Name), Type: Type, Kind: ir.Mutating, Origin: r.origin(""),
-		FailurePolicy: failurePolicy(s.FailurePolicy), MatchConstraints: r.constraints(s.MatchConstraints),
+		Name: o.Name, Type: Type, Kind: ir.Mutating, Origin: r.origin(""),
+		FailurePolicy: failurePolicy(s.FailurePolicy), MatchConstraints: apiconv.FromMatchResources(s.MatchConstraints),
 		ParamKind: paramKind(s.ParamKind), MatchConditions: r.conditions(s.MatchConditions),
 		Variables: r.named("spec.variables", s.Variables), ReinvocationPolicy: ir.ReinvokeNever,
 	}
@@ -152,8 +128,5 @@ func (r *reader) mutating(o *admissionregistrationv1.MutatingAdmissionPolicy) *i
 }
 
 func (r *reader) mutatingBinding(o *admissionregistrationv1.MutatingAdmissionPolicyBinding) *ir.Binding {
-	if o.Spec.PolicyName == "" {
-		r.errorf("spec.policyName", "missing spec.policyName: the policy this binding binds")
-	}
-	return &ir.Binding{Name: r.name(o.Name), Origin: r.origin(""), MatchResources: apiconv.FromMatchResources(o.Spec.MatchResources), ParamRef: apiconv.FromParamRef(o.Spec.ParamRef)}
+	return &ir.Binding{Name: o.Name, Origin: r.origin(""), MatchResources: apiconv.FromMatchResources(o.Spec.MatchResources), ParamRef: apiconv.FromParamRef(o.Spec.ParamRef)}
 }

@@ -1,17 +1,18 @@
 // Package vap reads admissionregistration.k8s.io policies into the IR:
 // ValidatingAdmissionPolicy and MutatingAdmissionPolicy with their bindings,
-// in v1, v1beta1 and v1alpha1, decoded with the real API types. It imports
-// the IR, compiler/source, internal/apiconv and the API types; never a
-// backend or the runtime.
+// in v1, v1beta1 and v1alpha1, decoded with the real API types and
+// validated as kube-apiserver validates them (validate.go). It imports the
+// IR, compiler/source, internal/apiconv, the API types and kube-apiserver's
+// admissionregistration API packages (defaults, conversion, validation);
+// never a backend or the runtime.
 package vap
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	admissionregistrationv1alpha1 "k8s.io/api/admissionregistration/v1alpha1"
-	admissionregistrationv1beta1 "k8s.io/api/admissionregistration/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -35,16 +36,6 @@ type Result struct {
 	PolicyName string
 }
 
-var scheme = runtime.NewScheme()
-
-func init() {
-	for _, add := range []func(*runtime.Scheme) error{admissionregistrationv1.AddToScheme, admissionregistrationv1beta1.AddToScheme, admissionregistrationv1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			panic(err)
-		}
-	}
-}
-
 // Kinds this frontend reads.
 var Kinds = []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"}
 
@@ -52,14 +43,17 @@ var Kinds = []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBind
 func Read(doc *source.Doc) (*Result, diag.Diagnostics) {
 	gv, err := schema.ParseGroupVersion(doc.Field("apiVersion"))
 	kind := doc.Field("kind")
-	if err != nil || gv.Group != Group {
+	if err != nil || gv.Group != Group || gv.Version == runtime.APIVersionInternal {
 		return nil, diag.Diagnostics{{Origin: doc.Origin(doc.Root, "apiVersion"), Message: "not an admissionregistration.k8s.io object"}}
 	}
 	obj, err := scheme.New(gv.WithKind(kind))
-	if err != nil {
+	if err != nil || !slices.Contains(Kinds, kind) {
 		return nil, diag.Diagnostics{{Origin: doc.Origin(doc.Root, "kind"), Message: fmt.Sprintf("%s %s is not a kind admitc reads (it reads %s in v1, v1beta1 and v1alpha1)", gv, kind, strings.Join(Kinds, ", "))}}
 	}
 	if ds := doc.Decode(obj, "a "+kind); len(ds) > 0 {
+		return nil, ds
+	}
+	if ds := validate(doc, obj, kind); len(ds) > 0 {
 		return nil, ds
 	}
 	v1obj, err := toV1(obj, kind)

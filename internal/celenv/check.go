@@ -28,7 +28,8 @@ func Check(p *ir.Policy, kubeVersion *version.Version) ([]ExprError, error) {
 	if p.CEL == ir.CELKyverno {
 		env.Version, mode = RuntimeVersion(), environment.StoredExpressions
 	}
-	if _, err := sharedOptionEnvs(env); err != nil {
+	envs, err := sharedOptionEnvs(env)
+	if err != nil {
 		return nil, fmt.Errorf("initialise CEL compiler: %w", err)
 	}
 	cc := NewCompilerIn(env)
@@ -39,20 +40,30 @@ func Check(p *ir.Policy, kubeVersion *version.Version) ([]ExprError, error) {
 			errs = append(errs, parseDetail(o, expr, res.Error.Detail)...)
 		}
 	}
-	conditions := func() {
+	// Which variables a match condition sees: none in the API server
+	// (its validation compiles match conditions without the policy's
+	// variables, validateMatchConditionsExpression, and refuses one that
+	// reads them) and in a Kyverno ValidatingPolicy (compiled before the
+	// variables); all of them in a Kyverno MutatingPolicy (compiled after).
+	conditions := func(withVariables bool) {
 		for _, mc := range p.MatchConditions {
-			collect(mc.Origin, mc.Expression, cc.CompileCELExpression(&matchconditions.MatchCondition{Name: mc.Name, Expression: mc.Expression}, opts, mode))
+			a := &matchconditions.MatchCondition{Name: mc.Name, Expression: mc.Expression}
+			if withVariables || p.CEL == ir.CELKyverno {
+				collect(mc.Origin, mc.Expression, cc.CompileCELExpression(a, opts, mode))
+			} else {
+				collect(mc.Origin, mc.Expression, compileIn(envs[opts], a, mode))
+			}
 		}
 	}
-	kyvernoValidating := p.CEL == ir.CELKyverno && p.Kind == ir.Validating
-	if kyvernoValidating {
-		conditions()
+	kyvernoMutating := p.CEL == ir.CELKyverno && p.Kind == ir.Mutating
+	if !kyvernoMutating {
+		conditions(false)
 	}
 	for _, v := range p.Variables {
 		collect(v.Origin, v.Expression, cc.CompileAndStoreVariable(&validating.Variable{Name: v.Name, Expression: v.Expression}, opts, mode))
 	}
-	if !kyvernoValidating {
-		conditions()
+	if kyvernoMutating {
+		conditions(true)
 	}
 	for _, v := range p.Validations {
 		collect(v.Origin, v.Expression, cc.CompileCELExpression(&validating.ValidationCondition{Expression: v.Expression}, opts, mode))

@@ -73,7 +73,7 @@ func clusterScoped(kind string) bool {
 	switch kind {
 	case "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding",
 		"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration", "Namespace", "ClusterRole", "ClusterRoleBinding",
-		"ValidatingPolicy", "MutatingPolicy", "CustomResourceDefinition":
+		"ValidatingPolicy", "MutatingPolicy", "ClusterPolicy", "CustomResourceDefinition":
 		return true
 	}
 	return false

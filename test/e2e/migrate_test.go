@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -24,7 +25,7 @@ import (
 // VAP/MAP and checks that each resource of the fixture's test is decided as
 // `admitc test` decides it on the original policy.
 func TestMigratedPoliciesOnTheAPIServer(t *testing.T) {
-	installKyvernoCRDs(t)
+	installKyvernoCRDs(t, "policies.kyverno.io")
 	successors, checked := 0, 0
 	// The two fixture sets hold policies of the same names (a validate.cel
 	// and a pattern flavour), so each is migrated on its own.
@@ -109,30 +110,44 @@ func originalPolicies(t *testing.T, fixtures string) map[string]string {
 	return out
 }
 
-// installKyvernoCRDs creates Kyverno's policies.kyverno.io CRDs from the
-// module cache (the version go.mod names) and removes them at the end.
-func installKyvernoCRDs(t *testing.T) {
+// installKyvernoCRDs creates Kyverno's CRDs of the given config/crds
+// folders (policies.kyverno.io, kyverno) from the module cache (the version
+// go.mod names), waits until each kind is served, and removes them at the
+// end.
+func installKyvernoCRDs(t *testing.T, folders ...string) {
 	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/kyverno/kyverno")
 	cmd.Dir = repo
 	dirOut, err := cmd.Output()
 	require.NoError(t, err)
-	crds, err := filepath.Glob(filepath.Join(strings.TrimSpace(string(dirOut)), "config", "crds", "policies.kyverno.io", "*.yaml"))
-	require.NoError(t, err)
-	require.NotEmpty(t, crds)
-	for _, f := range crds {
-		for _, u := range decode(t, f, mustRead(t, f)) {
-			_, err := kc.dynamic.Resource(crdGVR).Create(context.Background(), u, metav1.CreateOptions{})
-			if !apierrors.IsAlreadyExists(err) {
-				require.NoError(t, err, f)
+	var served []schema.GroupVersionResource
+	for _, folder := range folders {
+		crds, err := filepath.Glob(filepath.Join(strings.TrimSpace(string(dirOut)), "config", "crds", folder, "*.yaml"))
+		require.NoError(t, err)
+		require.NotEmpty(t, crds)
+		for _, f := range crds {
+			for _, u := range decode(t, f, mustRead(t, f)) {
+				_, err := kc.dynamic.Resource(crdGVR).Create(context.Background(), u, metav1.CreateOptions{})
+				if !apierrors.IsAlreadyExists(err) {
+					require.NoError(t, err, f)
+				}
+				name := u.GetName()
+				t.Cleanup(func() { deleteCRD(t, name) })
+				group, _, _ := unstructured.NestedString(u.Object, "spec", "group")
+				plural, _, _ := unstructured.NestedString(u.Object, "spec", "names", "plural")
+				versions, _, _ := unstructured.NestedSlice(u.Object, "spec", "versions")
+				for _, v := range versions {
+					if ok, _, _ := unstructured.NestedBool(v.(map[string]any), "served"); ok {
+						version, _, _ := unstructured.NestedString(v.(map[string]any), "name")
+						served = append(served, schema.GroupVersionResource{Group: group, Version: version, Resource: plural})
+						break
+					}
+				}
 			}
-			name := u.GetName()
-			t.Cleanup(func() { deleteCRD(t, name) })
 		}
 	}
 	// Served once discovery has them: wait for each kind's list to answer.
-	for _, plural := range []string{"validatingpolicies", "namespacedvalidatingpolicies", "mutatingpolicies"} {
-		gvr := schema.GroupVersionResource{Group: "policies.kyverno.io", Version: "v1", Resource: plural}
-		eventually(t, plural+" to be served", func() bool {
+	for _, gvr := range served {
+		eventually(t, gvr.Resource+" to be served", func() bool {
 			_, err := kc.dynamic.Resource(gvr).List(context.Background(), metav1.ListOptions{})
 			return err == nil
 		})

@@ -31,39 +31,12 @@ var ControlChecks = map[string][]string{
 // validation (PodSecurityStandard.Validate, Rule.ValidatePSaControlNames)
 // reads.
 var (
-	restrictedControls     = []string{"Volume Types", "Privilege Escalation", "Running as Non-root", "Running as Non-root user", "Seccomp", "Capabilities"}
-	podLevelControls       = []string{"Host Namespaces", "HostPath Volumes", "Sysctls", "Volume Types"}
-	containerLevelControls = []string{"Capabilities", "Privileged Containers", "Host Ports", "/proc Mount Type", "Privilege Escalation"}
 )
 
 // fakeContainerControls are the controls whose checks report the fake
 // container of an exclusion without images (it sets nothing, so the
 // restricted runAsNonRoot and seccompProfile checks require it).
 var fakeContainerControls = []string{"Running as Non-root", "Seccomp"}
-
-// KyvernoRefusal is the first error of Kyverno's validation of the
-// podSecurity block (api/kyverno/v1: PodSecurityStandard.Validate and
-// Rule.ValidatePSaControlNames, which its admission webhook and its CLI
-// run before using a policy): the field under the block and Kyverno's
-// message; both empty when Kyverno accepts it.
-func KyvernoRefusal(ps *kyvernov1.PodSecurity) (at, msg string) {
-	for i, x := range ps.Exclude {
-		p := fmt.Sprintf("exclude[%d]", i)
-		switch {
-		case slices.Contains(containerLevelControls, x.ControlName) && len(x.Images) == 0:
-			return p + ".controlName", "exclude.images must be specified for the container level control"
-		case !slices.Contains(containerLevelControls, x.ControlName) && slices.Contains(podLevelControls, x.ControlName) && len(x.Images) != 0:
-			return p + ".controlName", "exclude.images must not be specified for the pod level control"
-		case x.RestrictedField != "" && len(x.Values) == 0:
-			return p + ".values", "values is required"
-		case x.RestrictedField == "" && len(x.Values) != 0:
-			return p + ".restrictedField", "restrictedField is required"
-		case ps.Level == "baseline" && x.ControlName != "Seccomp" && x.ControlName != "Capabilities" && slices.Contains(restrictedControls, x.ControlName):
-			return p + ".controlName", "Invalid control name defined at the given level"
-		}
-	}
-	return "", ""
-}
 
 // Claimed says why admitc does not reproduce ps, or nil: a level or
 // version outside Kyverno's CRD, a control name outside it, or exclusions
