@@ -9,7 +9,6 @@ import (
 	gojmespath "github.com/kyverno/go-jmespath"
 	kyvernov1 "github.com/kyverno/kyverno/api/kyverno/v1"
 	"github.com/kyverno/kyverno/pkg/engine/variables/regex"
-
 )
 
 // kyvernoRefusal is the first check of Kyverno's own policy validation

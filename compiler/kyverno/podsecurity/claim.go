@@ -30,8 +30,7 @@ var ControlChecks = map[string][]string{
 // Kyverno's lists of controls (pkg/pss/utils/mapping.go), which its policy
 // validation (PodSecurityStandard.Validate, Rule.ValidatePSaControlNames)
 // reads.
-var (
-)
+var ()
 
 // fakeContainerControls are the controls whose checks report the fake
 // container of an exclusion without images (it sets nothing, so the
