@@ -442,7 +442,7 @@ func (e *Engine) mutateOne(ctx context.Context, req *Request, obj *unstructured.
 	if err != nil {
 		return nil, "", err
 	}
-	return e.runMutations(ctx, ev, obj, c, params)
+	return e.runMutations(ctx, ev, obj, p, c, params)
 }
 
 // mutateImported runs an imported mutating policy through each binding that
@@ -456,7 +456,7 @@ func (e *Engine) mutateImported(ctx context.Context, req *Request, obj *unstruct
 			continue
 		}
 		for _, param := range params {
-			next, skipped, err := e.runMutations(ctx, e.newEvaluation(ctx, req, obj), obj, c, param)
+			next, skipped, err := e.runMutations(ctx, e.newEvaluation(ctx, req, obj), obj, p, c, param)
 			switch {
 			case err != nil:
 				e.configError(ev, p, b.Name, &mutationError{err}, res)
@@ -485,7 +485,10 @@ func (r *Result) recordPatch(explain bool, p *ir.Policy, binding string, before,
 
 // runMutations evaluates a mutating policy's match conditions and
 // mutations on obj with params; skipped says why it did not run.
-func (e *Engine) runMutations(ctx context.Context, ev *evaluation, obj *unstructured.Unstructured, c *celenv.CompiledPolicy, params k8sruntime.Object) (_ *unstructured.Unstructured, skipped string, _ error) {
+func (e *Engine) runMutations(ctx context.Context, ev *evaluation, obj *unstructured.Unstructured, p *ir.Policy, c *celenv.CompiledPolicy, params k8sruntime.Object) (_ *unstructured.Unstructured, skipped string, _ error) {
+	if p.CEL == ir.CELKyverno {
+		return e.kyvernoMutate(ctx, ev, obj, p, c)
+	}
 	req := ev.req
 	// As the API server's mutating dispatcher: one composition context per
 	// policy invocation, so variables resolve for matcher and mutations.

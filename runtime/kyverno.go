@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -12,8 +13,12 @@ import (
 	"github.com/kyverno/sdk/extensions/cel/libs/imagedata"
 	"github.com/kyverno/sdk/extensions/cel/libs/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apiserver/pkg/admission"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
 
 	"github.com/admitc/admitc/internal/celenv"
 	"github.com/admitc/admitc/internal/celenv/libs"
@@ -229,4 +234,59 @@ func (k *kyvernoVars) resolve(name string) (any, bool) {
 		return libs.Exception{AllowedImages: []string{}, AllowedValues: []string{}}, true
 	}
 	return nil, false
+}
+
+// kyvernoMutate runs a MutatingPolicy of Kyverno's dialect as Kyverno
+// v1.19.1 does (pkg/cel/policies/mpol/compiler/policy.go, evaluate): its
+// variables bound lazily and visible to its matchConditions, a false
+// condition skips it, an error of a condition is its error whatever its
+// failurePolicy, and each mutation sees the object the previous one
+// patched. The upstream patchers apply the patches (Kyverno's are copies
+// of them); the expressions are evaluated in Kyverno's activation.
+func (e *Engine) kyvernoMutate(ctx context.Context, ev *evaluation, obj *unstructured.Unstructured, p *ir.Policy, c *celenv.CompiledPolicy) (_ *unstructured.Unstructured, skipped string, _ error) {
+	if ev.review == nil {
+		ev.review = newReviewState()
+	}
+	rk := requestKey{gvr: metav1.GroupVersionResource(ev.req.Resource), gvk: metav1.GroupVersionKind(ev.attr.VersionedKind)}
+	in, err := ev.kyvernoInputs(rk)
+	if err != nil {
+		return nil, "", fmt.Errorf("failed to evaluate policy: %w", err)
+	}
+	s := ev.newScope(c.Programs, in)
+	s.act.kyverno = ev.kyvernoContexts(p)
+	matched, err := s.kyvernoMatch(c.Programs.MatchConditions)
+	switch {
+	case err != nil:
+		return nil, "", fmt.Errorf("failed to evaluate policy: %w", err)
+	case !matched:
+		return obj, "a matchCondition is false", nil
+	}
+	ctx = celenv.WithExpressionEvaluator(ctx, kyvernoEvaluator{s})
+	for _, patcher := range c.Patchers {
+		out, err := patcher.Patch(ctx, patch.Request{
+			MatchedResource:     ev.req.Resource,
+			VersionedAttributes: ev.attr,
+			ObjectInterfaces:    objectInterfaces,
+			Namespace:           ev.namespaceObject(),
+			TypeConverter:       typeConverter(ev.req.Kind),
+		}, celconfig.RuntimeCELCostBudget)
+		if err != nil {
+			return nil, "", fmt.Errorf("failed to evaluate policy: %w", err)
+		}
+		u, ok := out.(*unstructured.Unstructured)
+		if !ok {
+			return nil, "", fmt.Errorf("mutation returned %T, want an unstructured object", out)
+		}
+		ev.attr.VersionedObject, obj = u, u
+		in.object = u.Object
+	}
+	return obj, "", nil
+}
+
+// kyvernoEvaluator evaluates a Kyverno mutation in a policy's scope.
+type kyvernoEvaluator struct{ s *celScope }
+
+// Evaluate implements celenv.ExpressionEvaluator.
+func (k kyvernoEvaluator) Evaluate(_ context.Context, r *plugincel.CompilationResult, _ *admission.VersionedAttributes) (ref.Val, error) {
+	return k.s.kyvernoEval(r)
 }

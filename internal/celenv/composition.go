@@ -17,6 +17,8 @@ import (
 	apiservercel "k8s.io/apiserver/pkg/cel"
 	"k8s.io/apiserver/pkg/cel/environment"
 	"k8s.io/apiserver/pkg/cel/lazy"
+
+	"github.com/admitc/admitc/ir"
 )
 
 // Compiler compiles the expressions of one policy with variable composition,
@@ -104,6 +106,9 @@ func (c *Compiler) condition(results []plugincel.CompilationResult) plugincel.Co
 // CompileMutatingEvaluator compiles one mutation; evaluate it in a context
 // from CreateContext, as the API server's mutating dispatcher does.
 func (c *Compiler) CompileMutatingEvaluator(a plugincel.ExpressionAccessor, opts plugincel.OptionalVariableDeclarations, mode environment.Type) plugincel.MutatingEvaluator {
+	if c.env.Dialect == ir.CELKyverno {
+		return &contextEvaluator{result: c.CompileCELExpression(a, opts, mode)}
+	}
 	return plugincel.NewMutatingEvaluator(c.CompileCELExpression(a, opts, mode))
 }
 

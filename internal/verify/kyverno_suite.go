@@ -323,8 +323,8 @@ func (s *kyvernoSuite) request(o *unstructured.Unstructured, op ir.Operation) *r
 		if s.library != nil {
 			st.Library = s.library
 		}
-		for i := range s.values.Namespaces {
-			if ns := &s.values.Namespaces[i]; ns.Name == o.GetNamespace() {
+		for i := range s.valueNamespaces() {
+			if ns := &s.valueNamespaces()[i]; ns.Name == o.GetNamespace() {
 				st.Namespaces[ns.Name] = ns
 			}
 		}
@@ -414,4 +414,12 @@ func (s *kyvernoSuite) run(ctx context.Context, o *unstructured.Unstructured, op
 	}
 	s.runs[key] = r
 	return r, nil
+}
+
+// valueNamespaces are the namespaces the values file gives whole.
+func (s *kyvernoSuite) valueNamespaces() []corev1.Namespace {
+	if s.values == nil {
+		return nil
+	}
+	return s.values.Namespaces
 }
