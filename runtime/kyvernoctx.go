@@ -65,14 +65,16 @@ func (c libraryContext) PostResource(string, string, string, map[string]any) (*u
 }
 
 // StaticObjects are objects read from files, as Kyverno's libraries see
-// them in kyverno test: the resources of a clusterResources file, or of a
-// context file (ListIgnoresLabels: kyverno test's fake context lists every
-// object of the namespace whatever labels are asked for), and global
-// context entries by name.
+// them in kyverno test: the objects of its fake cluster (a test with
+// clusterResources), or of a context file (FakeContext: kyverno test's
+// fake context, which lists the objects of exactly the namespace asked
+// for, "" meaning cluster-scoped ones, whatever labels are asked for, and
+// fails a list of a resource it has no object of), and global context
+// entries by name.
 type StaticObjects struct {
-	Objects           []*unstructured.Unstructured
-	ListIgnoresLabels bool
-	GlobalContext     map[string]any
+	Objects       []*unstructured.Unstructured
+	FakeContext   bool
+	GlobalContext map[string]any
 }
 
 var _ KyvernoLibraryContext = (*StaticObjects)(nil)
@@ -99,13 +101,21 @@ func (s *StaticObjects) ListResources(apiVersion, resource, namespace string, ma
 	}
 	sel := labels.SelectorFromSet(matchLabels)
 	out := &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": gvr.GroupVersion().String(), "kind": "List"}}
+	known := false
 	for _, o := range s.Objects {
-		if ResourceFor(o.GroupVersionKind()) != gvr || (namespace != "" && o.GetNamespace() != namespace) {
+		if ResourceFor(o.GroupVersionKind()) != gvr {
 			continue
 		}
-		if s.ListIgnoresLabels || sel.Matches(labels.Set(o.GetLabels())) {
+		known = true
+		switch {
+		case s.FakeContext && o.GetNamespace() == namespace:
+			out.Items = append(out.Items, *o.DeepCopy())
+		case !s.FakeContext && (namespace == "" || o.GetNamespace() == namespace) && sel.Matches(labels.Set(o.GetLabels())):
 			out.Items = append(out.Items, *o.DeepCopy())
 		}
+	}
+	if s.FakeContext && !known {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s resource not found", gvr.GroupResource()))
 	}
 	return out, nil
 }

@@ -21,8 +21,8 @@ import (
 //     (labels selecting as in a cluster); a test with them runs "in
 //     cluster" and the context file is not read;
 //   - otherwise a context file (kind Context, spec.resources): the objects
-//     of the CLI's fake context, whose List returns every object of the
-//     namespace whatever labels are asked for;
+//     of the CLI's fake context, whose List returns every object of
+//     exactly the namespace asked for, whatever labels are asked for;
 //   - globalContextEntries: the entries globalContext.Get reads (data or
 //     resources, an optional fieldPath and projections, each a JMESPath).
 
@@ -60,20 +60,22 @@ func (s *kyvernoSuite) readLibrary(t *kyvernoTest) (*runtime.StaticObjects, erro
 	lib := &runtime.StaticObjects{}
 	switch {
 	case len(t.ClusterResources) > 0:
-		for _, f := range t.ClusterResources {
-			objs, err := s.contextObjects(f, "ClusterResource")
-			if err != nil {
-				return nil, fmt.Errorf("clusterResources: %w", err)
-			}
-			lib.Objects = append(lib.Objects, objs...)
+		objs, err := s.clusterObjects(t.ClusterResources)
+		if err != nil {
+			return nil, err
 		}
+		// The CLI then reads CEL global context entries from its
+		// (empty) global context store, not from the test.
+		lib.Objects = objs
+		return lib, nil
 	case t.Context != "":
 		objs, err := s.contextObjects(t.Context, "Context")
 		if err != nil {
 			return nil, fmt.Errorf("context: %w", err)
 		}
-		lib.Objects, lib.ListIgnoresLabels = objs, true
+		lib.Objects = objs
 	}
+	lib.FakeContext = true
 	if len(t.GlobalContextEntries) > 0 {
 		lib.GlobalContext = map[string]any{}
 		for i, raw := range t.GlobalContextEntries {
@@ -168,4 +170,39 @@ func (s *kyvernoSuite) entryResources(e globalContextEntry) ([]any, error) {
 		}
 	}
 	return list, nil
+}
+
+// clusterObjects are the objects of kyverno test's fake cluster: the
+// test's resources and parameter objects and the clusterResources files'
+// resources, each once (the CLI fails on a duplicate).
+func (s *kyvernoSuite) clusterObjects(files []string) ([]*unstructured.Unstructured, error) {
+	all := append(append([]*unstructured.Unstructured{}, s.resources...), s.params...)
+	for _, f := range files {
+		objs, err := s.contextObjects(f, "ClusterResource")
+		if err != nil {
+			return nil, fmt.Errorf("clusterResources: %w", err)
+		}
+		all = append(all, objs...)
+	}
+	seen := map[string]bool{}
+	for _, o := range all {
+		k := resourceKey(o)
+		if seen[k] {
+			return nil, fmt.Errorf("clusterResources: %s %s/%s is given twice (kyverno test fails: it already exists in its fake cluster)", o.GetKind(), o.GetNamespace(), o.GetName())
+		}
+		seen[k] = true
+	}
+	return all, nil
+}
+
+// clusterNamespace is a namespace of kyverno test's fake cluster, which
+// the CLI reads for a resource's namespace labels when the values file
+// gives none; it fails the test when the namespace is not there.
+func (s *kyvernoSuite) clusterNamespace(name string) (map[string]string, error) {
+	for _, o := range s.library.Objects {
+		if o.GetKind() == "Namespace" && o.GetAPIVersion() == "v1" && o.GetName() == name {
+			return o.GetLabels(), nil
+		}
+	}
+	return nil, fmt.Errorf("clusterResources: namespace %q of the test's resources is not among them (kyverno test fails: it reads the namespace's labels from its fake cluster)", name)
 }

@@ -41,6 +41,9 @@ type kyvernoSuite struct {
 	// library is what Kyverno's resource and globalContext libraries read
 	// (nil: nothing).
 	library *runtime.StaticObjects
+	// clusterLabels are the labels of the namespaces of kyverno test's
+	// fake cluster (a test with clusterResources), by name.
+	clusterLabels map[string]map[string]string
 	// runs caches each resource's evaluation per operation.
 	runs map[string]*evaluationRun
 }
@@ -77,6 +80,11 @@ func loadSuite(dir string, t *kyvernoTest) (*kyvernoSuite, error) {
 	}
 	if s.library, err = s.readLibrary(t); err != nil {
 		return nil, err
+	}
+	if len(t.ClusterResources) > 0 {
+		if err := s.readClusterNamespaces(); err != nil {
+			return nil, err
+		}
 	}
 	if key := s.injectedValue(); key != "" {
 		return nil, fmt.Errorf("values set %s: admitc verify does not inject JMESPath values into the object", key)
@@ -356,7 +364,7 @@ func (s *kyvernoSuite) request(o *unstructured.Unstructured, op ir.Operation) *r
 // (namespaces take precedence over namespaceSelector entries).
 func (s *kyvernoSuite) namespaceLabels(ns string) map[string]string {
 	if s.values == nil || ns == "" {
-		return nil
+		return s.clusterLabels[ns]
 	}
 	var out map[string]string
 	for _, n := range s.values.NamespaceSelectors {
@@ -369,7 +377,29 @@ func (s *kyvernoSuite) namespaceLabels(ns string) map[string]string {
 			out = n.Labels
 		}
 	}
+	if len(out) == 0 {
+		return s.clusterLabels[ns]
+	}
 	return out
+}
+
+// readClusterNamespaces reads, for a test with clusterResources, the labels
+// of its resources' namespaces from the fake cluster, as kyverno test does
+// when the values file gives none.
+func (s *kyvernoSuite) readClusterNamespaces() error {
+	s.clusterLabels = map[string]map[string]string{}
+	for _, o := range s.resources {
+		ns := o.GetNamespace()
+		if ns == "" || o.GetKind() == "Namespace" || len(s.namespaceLabels(ns)) > 0 {
+			continue
+		}
+		l, err := s.clusterNamespace(ns)
+		if err != nil {
+			return err
+		}
+		s.clusterLabels[ns] = l
+	}
+	return nil
 }
 
 // evaluationRun is what the engine did with one resource under one

@@ -13,7 +13,9 @@ import (
 	"testing"
 
 	policiesv1beta1 "github.com/kyverno/api/api/policies.kyverno.io/v1beta1"
+	"github.com/kyverno/kyverno/ext/cluster"
 	celengine "github.com/kyverno/kyverno/pkg/cel/engine"
+	gctxstore "github.com/kyverno/kyverno/pkg/globalcontext/store"
 	"github.com/kyverno/kyverno/pkg/cel/libs"
 	"github.com/kyverno/kyverno/pkg/cel/matching"
 	vpolcompiler "github.com/kyverno/kyverno/pkg/cel/policies/vpol/compiler"
@@ -74,15 +76,51 @@ func TestValidatingPoliciesAgreeWithKyvernosEngine(t *testing.T) {
 // policies, as kyverno test builds it.
 type vpolEngine struct {
 	eng vpolengine.Engine
+	// libs is what the libraries read, as kyverno test builds it
+	// (processor.NewContextProvider): in a test with clusterResources,
+	// Kyverno's provider over a fake cluster of the test's objects; else
+	// the fake provider of its context file and global context entries.
+	libs libs.Context
 }
 
 func newVpolEngine(t *testing.T, s *kyvernoSuite, vps []policiesv1beta1.ValidatingPolicyLike) *vpolEngine {
+	// Kyverno's compiler binds the libraries to the global libs.LibraryContext
+	// at compile time: set it first, as kyverno test does.
+	lib := kyvernoLibs(t, s)
+	libs.LibraryContext = lib
 	provider, err := vpolengine.NewProvider(vpolcompiler.NewCompiler(), vps, nil)
 	require.NoError(t, err)
 	ns := func(name string) *corev1.Namespace {
 		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: s.namespaceLabels(name)}}
 	}
-	return &vpolEngine{eng: vpolengine.NewEngine(provider, ns, matching.NewMatcher())}
+	return &vpolEngine{eng: vpolengine.NewEngine(provider, ns, matching.NewMatcher()), libs: lib}
+}
+
+// kyvernoLibs is the libraries' context kyverno test gives s's policies.
+func kyvernoLibs(t *testing.T, s *kyvernoSuite) libs.Context {
+	if s.library == nil {
+		return libs.NewFakeContextProvider()
+	}
+	if !s.library.FakeContext {
+		fake := cluster.NewFake()
+		var objs []k8sruntime.Object
+		for _, o := range s.library.Objects {
+			objs = append(objs, o.DeepCopy())
+		}
+		client, err := fake.DClient(objs)
+		require.NoError(t, err)
+		ctx, err := libs.NewContextProvider(client, nil, gctxstore.New(0), fake.RESTMapper(nil), true)
+		require.NoError(t, err)
+		return ctx
+	}
+	fake := libs.NewFakeContextProvider()
+	for _, o := range s.library.Objects {
+		require.NoError(t, fake.AddResource(runtime.ResourceFor(o.GroupVersionKind()), o.DeepCopy()))
+	}
+	for name, data := range s.library.GlobalContext {
+		fake.AddGlobalReference(name, data)
+	}
+	return fake
 }
 
 // vpolAnswer is the engine's response for one policy name (the policy and
@@ -108,7 +146,7 @@ func (v *vpolEngine) handle(ctx context.Context, s *kyvernoSuite, obj *unstructu
 	if s.user != nil {
 		user = authenticationv1.UserInfo{Username: s.user.GetName(), UID: s.user.GetUID(), Groups: s.user.GetGroups()}
 	}
-	req := celengine.Request(libs.NewFakeContextProvider(), gvk, runtime.ResourceFor(gvk), "", obj.GetName(), obj.GetNamespace(), operation, user, object, old, false, nil)
+	req := celengine.Request(v.libs, gvk, runtime.ResourceFor(gvk), "", obj.GetName(), obj.GetNamespace(), operation, user, object, old, false, nil)
 	resp, err := v.eng.Handle(ctx, req, nil)
 	if err != nil {
 		return nil, err
