@@ -124,6 +124,11 @@ func replacements(a *celast.AST) []replacement {
 			out = append(out, r)
 		}
 	}
+	for _, n := range celast.MatchDescendants(root, celast.FunctionMatcher("parseServiceAccount")) {
+		if call := n.AsCall(); !call.IsMemberFunction() && len(call.Args()) == 1 {
+			out = append(out, replacement{id: n.ID(), template: serviceAccountTemplate, args: call.Args()})
+		}
+	}
 	for _, n := range celast.MatchDescendants(root, celast.KindMatcher(celast.SelectKind)) {
 		if r, ok := kyvernoSelect(a, n); ok {
 			out = append(out, r)
@@ -203,3 +208,10 @@ func kyvernoSelect(a *celast.AST, n celast.NavigableExpr) (replacement, bool) {
 	}
 	return replacement{}, false
 }
+
+// serviceAccountTemplate is Kyverno's parseServiceAccount (sdk libs/user:
+// after the prefix system:serviceaccount:, the namespace before the first
+// ':' and the name after it; both empty otherwise) as a map with the
+// fields of its ServiceAccount type, in the API server's string library.
+const serviceAccountTemplate = `({"Namespace": ({0}.startsWith("system:serviceaccount:") && {0}.substring(22).contains(":") ? {0}.substring(22).substring(0, {0}.substring(22).indexOf(":")) : ""), ` +
+	`"Name": ({0}.startsWith("system:serviceaccount:") && {0}.substring(22).contains(":") ? {0}.substring(22).substring({0}.substring(22).indexOf(":") + 1) : "")})`
