@@ -163,6 +163,9 @@ func (o *ServeOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := unservedLibraries(engine.PolicySet(), state); err != nil {
+		return usageError(err)
+	}
 	cfg.Cluster = state
 	srv := server.New(cfg)
 	l, err := net.Listen("tcp", net.JoinHostPort(o.Host, strconv.Itoa(o.Port)))
@@ -199,6 +202,9 @@ func (o *ServeOptions) watch(ctx context.Context, srv *server.Server, certs *ser
 		spec := server.WatchSpec{Paths: o.Policies.Paths, DirEntry: compiler.IsPolicyFile}
 		err := server.Watch(ctx, spec, logger, func() {
 			engine, err := o.Policies.engine()
+			if err == nil {
+				err = unservedLibraries(engine.PolicySet(), state)
+			}
 			if err != nil {
 				m.Reloads.WithLabelValues("failure").Inc()
 				logger.Error("policy reload refused; the last good policies keep serving", "phase", "reload", "error", err.Error())

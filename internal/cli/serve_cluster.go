@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/admitc/admitc/internal/celenv"
 	"github.com/admitc/admitc/ir"
 	"github.com/admitc/admitc/runtime"
 	"github.com/admitc/admitc/runtime/cluster"
@@ -119,4 +120,24 @@ func swapWatching(ctx context.Context, srv *server.Server, engine *runtime.Engin
 	}
 	srv.Swap(engine)
 	live.Keep(engine.PolicySet())
+}
+
+// unservedLibraries refuses the policies whose CEL reads the cluster
+// through Kyverno's resource or globalContext library when state cannot
+// serve those reads: every such call would fail, and Kyverno's
+// ValidatingPolicy fails (denies) on an evaluation error, so serving them
+// would block every request they match.
+func unservedLibraries(set *ir.PolicySet, state runtime.ClusterState) error {
+	if src, ok := state.(runtime.KyvernoContextSource); ok && src.KyvernoContext() != nil {
+		return nil
+	}
+	for i := range set.Policies {
+		p := &set.Policies[i]
+		for _, u := range celenv.LibraryUses(p) {
+			if u.Library == celenv.LibraryResource || u.Library == celenv.LibraryGlobalContext {
+				return fmt.Errorf("%s:%d:%d: %s: policy %q calls Kyverno's %s library, which reads the cluster; admitc serve does not serve it here (every call would fail and deny): evaluate it with admitc verify and a Kyverno test's clusterResources, or leave it to Kyverno", u.Origin.File, u.Origin.Line, u.Origin.Column, u.Origin.Path, p.Name, u.Library)
+			}
+		}
+	}
+	return nil
 }

@@ -312,3 +312,15 @@ func TestServeDrainsOnSIGTERM(t *testing.T) {
 	assert.Zero(t, broken.Load(), "an accepted review was dropped")
 	assert.Contains(t, s.logs.String(), `"msg":"stopped"`)
 }
+
+// A ValidatingPolicy that reads the cluster through Kyverno's resource
+// library would fail, and deny, on every request it matches where nothing
+// serves those reads: serve refuses it instead of blocking the cluster.
+func TestServeRefusesClusterLibrariesItCannotServe(t *testing.T) {
+	tlsDir := t.TempDir()
+	newCerts(t, tlsDir)
+	policy := "../../examples/kyverno/vpol-cluster-lookups/policy.yaml"
+	_, stderr, code := run(t, "serve", "--policies", policy, "--cert", filepath.Join(tlsDir, "tls.crt"), "--key", filepath.Join(tlsDir, "tls.key"), "--port", "0")
+	assert.Equal(t, ExitUsage, code)
+	assert.Contains(t, stderr, `policy.yaml:26:17: spec.variables[1].expression: policy "vpol-unique-ingress-host" calls Kyverno's resource library, which reads the cluster; admitc serve does not serve it here`)
+}
