@@ -113,6 +113,11 @@ type config struct {
 	// frees before a review's deadline) and judges latency by maxP99 instead.
 	overload bool
 	maxP99   time.Duration
+	// every is how often the timeline is printed (0: never); metrics is
+	// the server's /metrics URL, read for its goroutines; tls reaches it.
+	every   time.Duration
+	metrics string
+	tls     *tls.Config
 }
 
 func runLoad(args []string) error {
@@ -128,6 +133,8 @@ func runLoad(args []string) error {
 	fs.IntVar(&c.pid, "pid", 0, "server process to sample resident memory of")
 	fs.BoolVar(&c.overload, "overload", false, "above capacity: count answers by status, fail only on transport errors or a p99 above -max-p99")
 	fs.DurationVar(&c.maxP99, "max-p99", 0, "with -overload, the p99 the server must keep (its answers come by the review's deadline)")
+	fs.DurationVar(&c.every, "every", 0, "print RSS, goroutines and goodput every interval (0: never)")
+	fs.StringVar(&c.metrics, "metrics", "", "the server's /metrics URL, for its goroutines in the timeline")
 	_ = fs.Parse(args)
 	if c.rate <= 0 || c.rate > 20000 || c.duration <= 0 || c.duration > 120*time.Second {
 		return errors.New("-rate must be 1..20000 and -duration at most 120s")
@@ -147,6 +154,7 @@ func runLoad(args []string) error {
 	if err != nil {
 		return err
 	}
+	c.tls = client.Transport.(*http.Transport).TLSClientConfig
 	warm(client, c.url, body, c.conns)
 	rssStart := rss(c.pid)
 	r := fire(client, c, body)
@@ -202,6 +210,7 @@ func fire(client *http.Client, c config, body []byte) *result {
 	r := &result{latencies: make([]time.Duration, 0, total), byStatus: map[int]int{}}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	var win window
 	// Enough senders for the rate: a slow server must not slow the sending
 	// down (open loop). Above capacity, a second's worth of reviews may be
 	// in flight at once, as an API server's many callers would have them.
@@ -225,6 +234,7 @@ func fire(client *http.Client, c config, body []byte) *result {
 					code = resp.StatusCode
 				}
 				lat := time.Since(scheduled)
+				win.add(code, err)
 				mu.Lock()
 				if err == nil {
 					r.byStatus[code]++
@@ -245,20 +255,7 @@ func fire(client *http.Client, c config, body []byte) *result {
 	start := time.Now()
 	stopSampling := make(chan struct{})
 	sampled := make(chan []int)
-	go func() {
-		var samples []int
-		tick := time.NewTicker(time.Second)
-		defer tick.Stop()
-		for {
-			select {
-			case <-tick.C:
-				samples = append(samples, rss(c.pid))
-			case <-stopSampling:
-				sampled <- samples
-				return
-			}
-		}
-	}()
+	go func() { sampled <- timeline(c, &win, stopSampling) }()
 	for i := 0; i < total; i++ {
 		jobs <- start.Add(time.Duration(i) * interval)
 	}

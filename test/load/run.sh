@@ -3,7 +3,7 @@
 # HTTPS echo handler (the baseline), same machine, same run.
 #   MODE=ramp     test/load/run.sh   # highest sustained rate (p99 <= 10 ms, 0 errors), p50/p99 at 1,000/s and 2,000/s, as ratios
 #   MODE=fixed    RATE=2000 DURATION=10s test/load/run.sh
-#   MODE=overload RATE=8000 DURATION=20s test/load/run.sh   # above capacity: bounded latency, flat memory
+#   MODE=overload RATE=10000 DURATION=120s test/load/run.sh # 5x capacity: bounded latency, flat memory (RSS, goroutines, goodput every 10 s)
 #   MODE=soak     RATE=500 test/load/run.sh   # 60 s, the full and the serve-only binary: size, RSS at rest and after
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -54,12 +54,13 @@ overload)
   "$work/load" echo -addr 127.0.0.1:19443 -cert "$work/tls/tls.crt" -key "$work/tls/tls.key" & pids+=($!); echo_pid=$!
   healthy 19443
   "$work/load" run -name baseline -overload -url "https://127.0.0.1:19443/validate?timeout=${TIMEOUT:-2s}" -ca "$work/tls/ca.crt" -review $review \
-    -rate "${RATE}" -duration "$DURATION" -conns "${CONNS}" -pid "$echo_pid" || true
+    -rate "${RATE}" -duration "${BASELINE_DURATION:-20s}" -conns "${CONNS}" -pid "$echo_pid" -every 10s || true
   kill "$echo_pid"
   serve "$work/admitc-serve" 18443
   echo "rss at rest: $(rss_mib "$served_pid") MiB"
   "$work/load" run -name overload -overload -url "https://127.0.0.1:18443/validate?timeout=${TIMEOUT:-2s}" -ca "$work/tls/ca.crt" -review $review \
-    -rate "${RATE}" -duration "$DURATION" -conns "${CONNS}" -pid "$served_pid" -max-p99 "${TIMEOUT:-2s}" || status=1 ;;
+    -rate "${RATE}" -duration "$DURATION" -conns "${CONNS}" -pid "$served_pid" -max-p99 "${TIMEOUT:-2s}" \
+    -every 10s -metrics https://127.0.0.1:18443/metrics || status=1 ;;
 soak)
   printf '%-12s %8s %14s %16s %14s\n' binary size "RSS at rest" "RSS after soak" "reviews"
   for bin in admitc admitc-serve; do
