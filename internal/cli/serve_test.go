@@ -201,7 +201,7 @@ func TestServeRefusesNegativeQueueBounds(t *testing.T) {
 	assert.Equal(t, "error: --max-queue-wait -1s: want 0 (the default, 250ms) or a positive duration\n", stderr)
 	_, stderr, code = run(t, append(base, "--max-connections", "-1")...)
 	assert.Equal(t, ExitUsage, code)
-	assert.Equal(t, "error: --max-connections -1: want 0 (the default, 64) or more connections\n", stderr)
+	assert.Equal(t, "error: --max-connections -1: want 0 (the default, 32) or more connections\n", stderr)
 	_, stderr, code = run(t, append(base, "--max-concurrent-streams", "-2")...)
 	assert.Equal(t, ExitUsage, code)
 	assert.Equal(t, "error: --max-concurrent-streams -2: want 0 (the default, 16) or more streams\n", stderr)

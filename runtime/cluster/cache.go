@@ -81,10 +81,19 @@ func (c *watchedCache) startLocked(ctx context.Context) {
 	c.gen++
 	ctx, c.cancel = context.WithCancel(ctx)
 	gen := c.gen
-	r := cache.NewReflectorWithOptions(&generationLW{c: c, gen: gen}, c.expected, &generationStore{c: c, gen: gen},
-		cache.ReflectorOptions{Name: "admitc " + c.kind, TypeDescription: c.kind})
+	// A controller runs the reflector with a watch error handler of ours
+	// (client-go's own logs every retry through klog): the errors are
+	// seen, classified and logged once by generationLW.
+	ctrl := cache.New(&cache.Config{
+		Queue:                        &generationStore{c: c, gen: gen, closed: make(chan struct{})},
+		ListerWatcher:                &generationLW{c: c, gen: gen},
+		Process:                      func(any, bool) error { return nil },
+		ObjectType:                   c.expected,
+		ObjectDescription:            c.kind,
+		WatchErrorHandlerWithContext: func(context.Context, *cache.Reflector, error) {},
+	})
 	c.lastRestart = time.Now()
-	go r.RunWithContext(ctx)
+	go ctrl.RunWithContext(ctx)
 }
 
 // stop stops c's reflector.
@@ -149,11 +158,36 @@ func (c *watchedCache) write(gen int, replace bool, f func() error) error {
 	return nil
 }
 
-// generationStore is the store as one reflector generation writes it.
+// generationStore is the store as one reflector generation writes it. It
+// is the controller's queue in name only: writes go to the store at once
+// (a list is in the store when Replace returns), and Pop has nothing to
+// give until the controller stops.
 type generationStore struct {
-	c   *watchedCache
-	gen int
+	c      *watchedCache
+	gen    int
+	closed chan struct{}
+	once   sync.Once
 }
+
+var _ cache.Queue = (*generationStore)(nil)
+
+// Pop implements cache.Queue: it waits for Close.
+func (s *generationStore) Pop(cache.PopProcessFunc) (any, error) {
+	<-s.closed
+	return nil, cache.ErrFIFOClosed
+}
+
+// Close implements cache.Queue.
+func (s *generationStore) Close() { s.once.Do(func() { close(s.closed) }) }
+
+// HasSynced implements cache.Queue: a list has been stored.
+func (s *generationStore) HasSynced() bool {
+	listed, _ := s.c.state()
+	return listed
+}
+
+// HasSyncedChecker implements cache.Queue; the controller does not use it.
+func (s *generationStore) HasSyncedChecker() cache.DoneChecker { return nil }
 
 func (s *generationStore) Add(obj any) error {
 	return s.c.write(s.gen, false, func() error { return s.c.store.Add(obj) })

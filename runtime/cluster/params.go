@@ -114,14 +114,19 @@ func (s *State) resolve(p *paramKind) {
 		"resource", mapping.Resource.GroupResource().String(), "sources", len(p.sources))
 }
 
-// startSource runs the cache of the objects of p that key selects.
+// startSource runs the cache of the objects of p that key selects; none
+// for a namespace given to a cluster-scoped kind: the API server refuses
+// such a paramRef before reading anything (and no Role could grant it).
 func (s *State) startSource(p *paramKind, key sourceKey) *watchedCache {
+	if !p.namespaced && key.namespace != "" {
+		return nil
+	}
 	client := s.cfg.Dynamic.Resource(p.resource)
 	var ri interface {
 		List(context.Context, metav1.ListOptions) (*unstructured.UnstructuredList, error)
 		Watch(context.Context, metav1.ListOptions) (watch.Interface, error)
 	} = client
-	if p.namespaced && key.namespace != "" {
+	if key.namespace != "" {
 		ri = client.Namespace(key.namespace)
 	}
 	lw := listWatch{

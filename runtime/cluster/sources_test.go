@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	k8stesting "k8s.io/client-go/testing"
@@ -119,4 +120,25 @@ func gaugeValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	}
 	t.Fatalf("no %s", name)
 	return 0
+}
+
+// TestANamespaceGivenToAClusterScopedKindReadsNothing: the API server
+// refuses such a paramRef before reading anything, and no Role could grant
+// the read: nothing is listed and readiness is not held back.
+func TestANamespaceGivenToAClusterScopedKindReadsNothing(t *testing.T) {
+	f := newFakeCluster(t, param(limit, "", "strict", nil, nil))
+	f.mapper.serve(limit, meta.RESTScopeRoot)
+	f.start(t, reading(limit, ir.ParamRef{Namespace: "params", Name: "strict"}, ir.ParamRef{Name: "strict"}))
+	lists := 0
+	for _, a := range f.dynamic.Actions() {
+		if a.GetVerb() == "list" {
+			lists++
+		}
+	}
+	assert.Equal(t, 1, lists, "only the paramRef without a namespace is listed")
+	assert.True(t, f.state.Synced())
+	store, err := f.state.Params(limit)
+	require.NoError(t, err)
+	_, err = store.Get("", "strict")
+	assert.NoError(t, err)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"sort"
 	"io"
 	"net/http"
 	"os"
@@ -76,7 +77,7 @@ func timeline(c config, w *window, stop <-chan struct{}) []int {
 		ok, non2xx, errs := w.take()
 		secs := time.Since(last).Seconds()
 		last = time.Now()
-		fmt.Fprintf(os.Stderr, "%-8s t=%3.0fs rss=%dMiB goroutines=%s goodput=%.0f/s non2xx=%.0f/s errors=%.0f/s\n",
+		fmt.Fprintf(os.Stderr, "%-8s t=%3.0fs rss=%dMiB goroutines/conns/shed=%s goodput=%.0f/s non2xx=%.0f/s errors=%.0f/s\n",
 			c.name, time.Since(start).Seconds(), samples[len(samples)-1]/1024, scraped.Load(),
 			float64(ok)/secs, float64(non2xx)/secs, float64(errs)/secs)
 	}
@@ -89,20 +90,63 @@ func goroutines(c config) string {
 	if c.metrics == "" {
 		return "-"
 	}
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: c.tls, DisableKeepAlives: true}}
+	// The load's TLS configuration offers h2 (its transport added it); this
+	// client speaks HTTP/1.1.
+	tlsCfg := c.tls.Clone()
+	tlsCfg.NextProtos = nil
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsCfg, DisableKeepAlives: true}}
 	resp, err := client.Get(c.metrics)
 	if err != nil {
+		fmt.Fprintln(os.Stderr, "scrape:", err)
 		return "-"
 	}
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(io.LimitReader(resp.Body, 4<<20))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	var out []string
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "go_goroutines "); ok {
-			if f, err := strconv.ParseFloat(v, 64); err == nil {
-				return strconv.Itoa(int(f))
+		for _, name := range []string{"go_goroutines", "admitc_connections_open", "admitc_connections_shed_total"} {
+			if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+				if f, err := strconv.ParseFloat(v, 64); err == nil {
+					out = append(out, strconv.Itoa(int(f)))
+				}
 			}
 		}
 	}
-	return "-"
+	if len(out) == 0 {
+		return "-"
+	}
+	return strings.Join(out, "/")
+}
+
+// overloadSummary is the verdict of an overload run: goodput, the
+// server's latency (from a review written to its answer), the time reviews
+// waited in the client for a connection or stream, transport errors by
+// kind, the server's peak RSS; and what failed its bounds: an answer slower
+// than c.maxP99, a review written and never answered, RSS over c.maxRSS.
+func (r *result) overloadSummary(c config) (string, []string) {
+	ms := func(d time.Duration) string { return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 2, 64) }
+	peak := 0
+	for _, k := range r.rssSamples {
+		peak = max(peak, k/1024)
+	}
+	kinds := make([]string, 0, len(r.errorKinds))
+	for k, n := range r.errorKinds {
+		kinds = append(kinds, fmt.Sprintf("%s=%d", k, n))
+	}
+	sort.Strings(kinds)
+	line := fmt.Sprintf("%-8s goodput=%.0f/s server_p50=%sms server_p99=%sms errors_by_kind=[%s] rss_peak=%dMiB", c.name,
+		float64(r.ok)/r.elapsed.Seconds(), ms(percentileOf(r.serverLatencies, 50)), ms(percentileOf(r.serverLatencies, 99)),
+		strings.Join(kinds, " "), peak)
+	var failures []string
+	if p99 := percentileOf(r.serverLatencies, 99); c.maxP99 > 0 && p99 > c.maxP99 {
+		failures = append(failures, fmt.Sprintf("server p99 %v over %v", p99, c.maxP99))
+	}
+	if n := r.errorKinds["unanswered"]; n > 0 {
+		failures = append(failures, fmt.Sprintf("%d reviews written and never answered", n))
+	}
+	if c.maxRSS > 0 && c.pid > 0 && peak > c.maxRSS {
+		failures = append(failures, fmt.Sprintf("RSS peaked at %d MiB, over %d MiB", peak, c.maxRSS))
+	}
+	return line, failures
 }
