@@ -199,10 +199,10 @@ type result struct {
 	byStatus                 map[int]int
 	latencies                []time.Duration
 	// serverLatencies run from a review written to its answer.
-	serverLatencies []time.Duration
-	errorKinds      map[string]int
-	elapsed         time.Duration
-	rssStart, rssEnd         int
+	serverLatencies  []time.Duration
+	errorKinds       map[string]int
+	elapsed          time.Duration
+	rssStart, rssEnd int
 	// rssSamples is the server's RSS (KiB) once a second during the run.
 	rssSamples []int
 }

@@ -3,10 +3,10 @@ package main
 import (
 	"bufio"
 	"fmt"
-	"sort"
 	"io"
 	"net/http"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
