@@ -49,6 +49,10 @@ func typed(apiVersion, kind string) (any, error) {
 		return &rbacv1.ClusterRole{}, nil
 	case "rbac.authorization.k8s.io/v1/ClusterRoleBinding":
 		return &rbacv1.ClusterRoleBinding{}, nil
+	case "rbac.authorization.k8s.io/v1/Role":
+		return &rbacv1.Role{}, nil
+	case "rbac.authorization.k8s.io/v1/RoleBinding":
+		return &rbacv1.RoleBinding{}, nil
 	case "apps/v1/Deployment":
 		return &appsv1.Deployment{}, nil
 	case "policy/v1/PodDisruptionBudget":

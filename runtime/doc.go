@@ -11,7 +11,7 @@
 // responses (result.go), manifest decoding (manifest.go) and what a decision
 // reads from the cluster (state.go: ClusterState, namespaces and parameter
 // objects, with StaticState for files) apart. The HTTP server lives in
-// runtime/server and the informers that serve a ClusterState from the API
+// runtime/server and the caches that serve a ClusterState from the API
 // server in runtime/cluster; both import this package, never the reverse.
 // It must not import the compiler or any backend.
 package runtime

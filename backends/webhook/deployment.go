@@ -17,21 +17,21 @@ import (
 // a node drain never leaves the webhook without an endpoint.
 const Replicas = 2
 
-// deploymentObjects are the ServiceAccount and its read-only ClusterRole
-// (see rbacObjects), and the Service, Deployment and PodDisruptionBudget
+// deploymentObjects are the ServiceAccount and its read-only roles (see
+// rbacObjects), and the Service, Deployment and PodDisruptionBudget
 // that run `admitc serve` the way the outage story says it must run: two
 // replicas spread over nodes, a disruption budget, probes, resources and a
 // non-root, read-only container that reads namespaces and the parameter
-// objects of kinds from its API server. The serving certificate is the
+// objects of sources from its API server. The serving certificate is the
 // Secret NAME-tls and the policies the ConfigMap NAME-policies.
-func deploymentObjects(w backends.WebhookOptions, kinds []ir.ParamKind) []runtime.Object {
+func deploymentObjects(w backends.WebhookOptions, sources []ir.ParamSource) []runtime.Object {
 	labels := map[string]string{"app.kubernetes.io/name": w.Name, backends.ManagedByLabel: backends.ManagedByValue}
 	selector := map[string]string{"app.kubernetes.io/name": w.Name}
 	meta := func(name string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: name, Namespace: w.ServiceNamespace, Labels: labels}
 	}
 	minAvailable := intstr.FromInt32(1)
-	return append(rbacObjects(w, kinds, labels),
+	return append(rbacObjects(w, sources, labels),
 		&corev1.Service{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 			ObjectMeta: meta(w.Service),
@@ -70,7 +70,7 @@ func deploymentObjects(w backends.WebhookOptions, kinds []ir.ParamKind) []runtim
 func podSpec(w backends.WebhookOptions, selector map[string]string) corev1.PodSpec {
 	return corev1.PodSpec{
 		// The token lets admitc serve watch namespaces and parameter
-		// objects, with the ClusterRole's read-only rights and no more.
+		// objects, with its roles' read-only rights and no more.
 		ServiceAccountName:           w.Name,
 		AutomountServiceAccountToken: ptr(true),
 		SecurityContext: &corev1.PodSecurityContext{

@@ -13,16 +13,30 @@ import (
 	"github.com/admitc/admitc/ir"
 )
 
-// readVerbs are what an informer needs: list and watch, and get for the
-// namespace the cache does not hold yet.
-var readVerbs = []string{"get", "list", "watch"}
+// namespaceVerbs are what the namespace cache needs: list and watch, and
+// get for the namespace the cache does not hold yet.
+var namespaceVerbs = []string{"get", "list", "watch"}
 
-// rbacObjects are the ServiceAccount the Deployment runs as, the
-// ClusterRole that lets `admitc serve` watch what its policies read
-// (namespaces, and exactly the parameter kinds they name: no wildcard) and
-// the ClusterRoleBinding between them, all named after the webhook.
-func rbacObjects(w backends.WebhookOptions, kinds []ir.ParamKind, labels map[string]string) []runtime.Object {
-	return []runtime.Object{
+// paramVerbs are what a parameter cache needs: a list and watch narrowed
+// to one name (metadata.name field selector, which resourceNames
+// authorize) or to a label selector.
+var paramVerbs = []string{"list", "watch"}
+
+// rbacObjects are the ServiceAccount the Deployment runs as and what lets
+// `admitc serve` read what its policies read, no more (see
+// ir.PolicySet.ParamSources): a ClusterRole and its ClusterRoleBinding for
+// namespaces and for the paramRefs without a namespace (the request's
+// namespace, so any: objects of that name only, or all of the resource
+// when the paramRef selects by label; or a cluster-scoped kind), and, in
+// every namespace a paramRef names, a Role and its RoleBinding for the
+// objects it names or selects there. All are named after the webhook.
+func rbacObjects(w backends.WebhookOptions, sources []ir.ParamSource, labels map[string]string) []runtime.Object {
+	byNamespace := map[string][]ir.ParamSource{}
+	for _, src := range sources {
+		byNamespace[src.Namespace] = append(byNamespace[src.Namespace], src)
+	}
+	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: w.Name, Namespace: w.ServiceNamespace}}
+	objs := []runtime.Object{
 		&corev1.ServiceAccount{
 			TypeMeta:                     metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
 			ObjectMeta:                   metav1.ObjectMeta{Name: w.Name, Namespace: w.ServiceNamespace, Labels: labels},
@@ -31,45 +45,78 @@ func rbacObjects(w backends.WebhookOptions, kinds []ir.ParamKind, labels map[str
 		&rbacv1.ClusterRole{
 			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
 			ObjectMeta: metav1.ObjectMeta{Name: w.Name, Labels: labels},
-			Rules:      readRules(kinds),
+			Rules:      append([]rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: namespaceVerbs}}, paramRules(byNamespace[""])...),
 		},
 		&rbacv1.ClusterRoleBinding{
 			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
 			ObjectMeta: metav1.ObjectMeta{Name: w.Name, Labels: labels},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: w.Name},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: w.Name, Namespace: w.ServiceNamespace}},
+			Subjects:   subjects,
 		},
 	}
+	for _, ns := range sortedKeys(byNamespace) {
+		if ns == "" {
+			continue
+		}
+		meta := metav1.ObjectMeta{Name: w.Name, Namespace: ns, Labels: labels}
+		objs = append(objs,
+			&rbacv1.Role{TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"}, ObjectMeta: meta, Rules: paramRules(byNamespace[ns])},
+			&rbacv1.RoleBinding{TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"}, ObjectMeta: meta,
+				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: w.Name}, Subjects: subjects})
+	}
+	return objs
 }
 
-// readRules allow reading namespaces and the resources serving kinds, one
-// rule per API group, groups and resources sorted. A kind's resource is
-// its conventional plural (ir.ResourceForKind).
-func readRules(kinds []ir.ParamKind) []rbacv1.PolicyRule {
-	byGroup := map[string]map[string]bool{"": {"namespaces": true}}
-	for _, k := range kinds {
-		gv, err := schema.ParseGroupVersion(k.APIVersion)
+// resourceRef is a resource of an API group.
+type resourceRef struct{ group, resource string }
+
+// paramRules allow listing and watching what sources read: per resource
+// (its kind's conventional plural, ir.ResourceForKind), the objects they
+// name (resourceNames), or all of them when one selects by label. Rules
+// are sorted by group and resource.
+func paramRules(sources []ir.ParamSource) []rbacv1.PolicyRule {
+	names := map[resourceRef]map[string]bool{}
+	for _, src := range sources {
+		gv, err := schema.ParseGroupVersion(src.Kind.APIVersion)
 		if err != nil {
 			continue // the compiler refuses such a paramKind
 		}
-		if byGroup[gv.Group] == nil {
-			byGroup[gv.Group] = map[string]bool{}
+		ref := resourceRef{gv.Group, ir.ResourceForKind(gv.Group, src.Kind.Kind)}
+		if _, ok := names[ref]; !ok {
+			names[ref] = map[string]bool{}
 		}
-		byGroup[gv.Group][ir.ResourceForKind(gv.Group, k.Kind)] = true
-	}
-	groups := make([]string, 0, len(byGroup))
-	for g := range byGroup {
-		groups = append(groups, g)
-	}
-	sort.Strings(groups)
-	rules := make([]rbacv1.PolicyRule, 0, len(groups))
-	for _, g := range groups {
-		resources := make([]string, 0, len(byGroup[g]))
-		for r := range byGroup[g] {
-			resources = append(resources, r)
+		if names[ref] != nil && src.Name != "" {
+			names[ref][src.Name] = true
+		} else {
+			names[ref] = nil // selected by label: every object of the resource
 		}
-		sort.Strings(resources)
-		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{g}, Resources: resources, Verbs: readVerbs})
+	}
+	refs := make([]resourceRef, 0, len(names))
+	for ref := range names {
+		refs = append(refs, ref)
+	}
+	sort.Slice(refs, func(i, j int) bool {
+		if refs[i].group != refs[j].group {
+			return refs[i].group < refs[j].group
+		}
+		return refs[i].resource < refs[j].resource
+	})
+	rules := make([]rbacv1.PolicyRule, 0, len(refs))
+	for _, ref := range refs {
+		var resourceNames []string
+		if names[ref] != nil {
+			resourceNames = sortedKeys(names[ref])
+		}
+		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{ref.group}, Resources: []string{ref.resource}, ResourceNames: resourceNames, Verbs: paramVerbs})
 	}
 	return rules
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

@@ -29,49 +29,79 @@ func constraintPolicy(name, apiVersion, kind string) ir.Policy {
 	return p
 }
 
-// TestRBACReadsExactlyWhatThePoliciesRead: namespaces, and the resource of
-// each parameter kind read from the cluster, per API group, no wildcard; a
-// Gatekeeper constraint's kind (compiled in with its binding) is not read.
+// refPolicy reads objects of kind as ref says.
+func refPolicy(name, apiVersion, kind string, ref ir.ParamRef) ir.Policy {
+	p := paramPolicy(name, apiVersion, kind)
+	p.ParamRef = &ref
+	return p
+}
+
+// TestRBACReadsExactlyWhatThePoliciesRead: namespaces; the objects a
+// paramRef without a namespace names, in any namespace (ClusterRole,
+// resourceNames), merged per resource across versions; in a namespace a
+// paramRef names, a Role for what it names there, every object of the
+// resource when it selects by label; a Gatekeeper constraint's kind
+// (compiled in with its binding) is not read.
 func TestRBACReadsExactlyWhatThePoliciesRead(t *testing.T) {
 	set := &ir.PolicySet{Version: ir.Version, Policies: []ir.Policy{
 		paramPolicy("registries", "v1", "ConfigMap"),
 		paramPolicy("replicas", "limits.example.com/v1", "ReplicaLimit"),
-		paramPolicy("replicas-again", "limits.example.com/v1beta1", "ReplicaLimit"),
-		paramPolicy("policy", "policy.example.com/v1", "NetworkPolicy"),
+		refPolicy("replicas-again", "limits.example.com/v1beta1", "ReplicaLimit", ir.ParamRef{Name: "q"}),
+		refPolicy("policy", "policy.example.com/v1", "NetworkPolicy", ir.ParamRef{Namespace: "limits", Selector: &ir.LabelSelector{MatchLabels: map[string]string{"tier": "web"}}}),
+		refPolicy("limit", "v1", "ConfigMap", ir.ParamRef{Namespace: "limits", Name: "max"}),
+		refPolicy("quota", "v1", "ConfigMap", ir.ParamRef{Namespace: "quotas", Name: "max"}),
 		constraintPolicy("constraint", "constraints.gatekeeper.sh/v1beta1", "K8sRequiredLabels"),
 	}}
 	opts := backends.Options{Namespaces: []string{"shop"}, Webhook: webhook.Defaults}
 	opts.Webhook.Deployment = true
 	out, diags := webhook.Backend{}.Generate(set, opts)
 	require.Empty(t, diags)
-	var role *rbacv1.ClusterRole
+	var clusterRole *rbacv1.ClusterRole
 	var binding *rbacv1.ClusterRoleBinding
 	var account *corev1.ServiceAccount
 	var deployment *appsv1.Deployment
+	roles, roleBindings := map[string][]rbacv1.PolicyRule{}, map[string]*rbacv1.RoleBinding{}
 	for _, o := range out.Objects {
 		switch o := o.(type) {
 		case *rbacv1.ClusterRole:
-			role = o
+			clusterRole = o
 		case *rbacv1.ClusterRoleBinding:
 			binding = o
+		case *rbacv1.Role:
+			roles[o.Namespace] = o.Rules
+		case *rbacv1.RoleBinding:
+			roleBindings[o.Namespace] = o
 		case *corev1.ServiceAccount:
 			account = o
 		case *appsv1.Deployment:
 			deployment = o
 		}
 	}
-	require.NotNil(t, role)
-	read := []string{"get", "list", "watch"}
+	require.NotNil(t, clusterRole)
+	watch := []string{"list", "watch"}
 	assert.Equal(t, []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"configmaps", "namespaces"}, Verbs: read},
-		{APIGroups: []string{"limits.example.com"}, Resources: []string{"replicalimits"}, Verbs: read},
-		{APIGroups: []string{"policy.example.com"}, Resources: []string{"networkpolicies"}, Verbs: read},
-	}, role.Rules)
+		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"p"}, Verbs: watch},
+		{APIGroups: []string{"limits.example.com"}, Resources: []string{"replicalimits"}, ResourceNames: []string{"p", "q"}, Verbs: watch},
+	}, clusterRole.Rules)
+	assert.Equal(t, map[string][]rbacv1.PolicyRule{
+		"limits": {
+			{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"max"}, Verbs: watch},
+			{APIGroups: []string{"policy.example.com"}, Resources: []string{"networkpolicies"}, Verbs: watch},
+		},
+		"quotas": {{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"max"}, Verbs: watch}},
+	}, roles)
 	require.NotNil(t, account)
 	assert.Equal(t, "admission-system", account.Namespace)
+	subjects := []rbacv1.Subject{{Kind: "ServiceAccount", Name: account.Name, Namespace: account.Namespace}}
 	require.NotNil(t, binding)
-	assert.Equal(t, rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name}, binding.RoleRef)
-	assert.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: account.Name, Namespace: account.Namespace}}, binding.Subjects)
+	assert.Equal(t, rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: clusterRole.Name}, binding.RoleRef)
+	assert.Equal(t, subjects, binding.Subjects)
+	require.Len(t, roleBindings, 2)
+	for ns, b := range roleBindings {
+		assert.Equal(t, rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: clusterRole.Name}, b.RoleRef, ns)
+		assert.Equal(t, subjects, b.Subjects, ns)
+	}
 	require.NotNil(t, deployment)
 	assert.Equal(t, account.Name, deployment.Spec.Template.Spec.ServiceAccountName)
 	assert.True(t, *deployment.Spec.Template.Spec.AutomountServiceAccountToken)

@@ -2,7 +2,8 @@
 // MutatingWebhookConfiguration that send admission requests to `admitc
 // serve`, with the fail-safe defaults the design document asks for, and the
 // hardened Deployment, Service and PodDisruptionBudget that run it, with
-// the ServiceAccount and read-only ClusterRole it watches its cluster with.
+// the ServiceAccount and read-only ClusterRole and Roles it watches its
+// cluster with.
 // It refuses the configurations that caused the outage admitc exists to
 // prevent. It imports ir, backends and k8s.io/api only.
 package webhook
@@ -73,7 +74,7 @@ func (Backend) Generate(set *ir.PolicySet, opts backends.Options) (backends.Outp
 		out.Objects = append(out.Objects, mutatingConfiguration(ms, opts))
 	}
 	if w.Deployment && w.URL == "" {
-		out.Objects = append(out.Objects, deploymentObjects(w, set.ParamKinds())...)
+		out.Objects = append(out.Objects, deploymentObjects(w, set.ParamSources())...)
 	}
 	return out, nil
 }

@@ -65,7 +65,7 @@ func (w *webhookFlags) add(fs *pflag.FlagSet) {
 	fs.Int32Var(&w.Timeout, "timeout", d.TimeoutSeconds, "seconds the API server waits for the webhook (1-30)")
 	fs.BoolVar(&w.EphemeralContainers, "ephemeral-containers", d.EphemeralContainers, "also send pods/ephemeralcontainers (kubectl debug) to the validating webhook")
 	fs.StringVar(&w.Image, "image", d.Image, "admitc image for the webhook Deployment")
-	fs.BoolVar(&w.Deployment, "deployment", true, "also emit the hardened Deployment, Service and PodDisruptionBudget, and the ServiceAccount and read-only ClusterRole it watches namespaces and parameter objects with (--deployment=false for the configurations only)")
+	fs.BoolVar(&w.Deployment, "deployment", true, "also emit the hardened Deployment, Service and PodDisruptionBudget, and the ServiceAccount and read-only ClusterRole (and Roles) it watches namespaces and parameter objects with (--deployment=false for the configurations only)")
 }
 
 func (w *webhookFlags) complete() (backends.WebhookOptions, error) {
@@ -285,8 +285,9 @@ needs --namespace: it never defaults to the example namespace.
 It prints exactly what compile --backend webhook prints for the same flags:
 the configurations and the hardened Deployment, Service and
 PodDisruptionBudget that run admitc serve, with the ServiceAccount it runs
-as and a ClusterRole that reads namespaces and exactly the parameter kinds
-the policies name (--deployment=false for the configurations only; nothing
+as, a ClusterRole that reads namespaces and a Role in each namespace a
+paramRef names: they read exactly the parameter objects the paramRefs name
+or select (--deployment=false for the configurations only; nothing
 but the configurations with --url).`,
 		Example: `  admitc webhook-config --name admitc --service admitc --service-namespace admission-system \
     --namespace shop --ca-bundle tls/ca.crt > webhooks.yaml

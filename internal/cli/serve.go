@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -40,6 +41,8 @@ type ServeOptions struct {
 	MaxQueueWait    time.Duration
 	MaxQueued       int
 	MaxListItems    int
+	MaxConnections  int
+	MaxStreams      int
 
 	// Listening, when set, receives the address once the server listens (tests).
 	Listening func(net.Addr)
@@ -65,17 +68,21 @@ certificate and key are reloaded when their files change; other files in their
 directories are ignored. On SIGTERM readiness turns false first and answers say
 Connection: close, reviews in flight finish (bounded by --drain-timeout), then
 admitc exits 0. A review over a bound (--max-list-items, --max-inflight) is
-answered 413 or 429, and the API server applies the webhook's failurePolicy.
+answered 413 or 429, a connection over --max-connections is closed at once,
+and the API server applies the webhook's failurePolicy.
 One JSON log line is written per review.
 
 Namespaces (namespace selectors, namespaceObject) and parameter objects
-(paramKind, paramRef) are read from the API server through informers: with
+(paramKind, paramRef) are read from the API server through caches: with
 --kubeconfig, or inside a pod (the default there, with the pod's service
-account). /readyz turns true once the caches have synced; if the API server
+account). Only the objects a paramRef names or selects are listed, watched
+and kept. /readyz turns true once the caches have synced; if the API server
 later becomes unreachable, decisions go on from the last synced state and a
-log line and admitc_cluster_api_reachable say so. A paramKind the API server
-does not serve is looked up again every 10s; meanwhile its policies are
-decided by their failure policy, as the API server decides them. Outside a
+log line and admitc_cluster_api_reachable say so; once it answers again,
+/readyz and admitc_cluster_synced wait for the caches to list again. A
+paramKind the API server does not serve is looked up again every 10s;
+meanwhile its policies are decided by their failure policy, as the API
+server decides them. Outside a
 pod, or with --offline, they are read from files instead: --namespace-labels
 and --params.
 
@@ -110,6 +117,8 @@ policies do not compile or the certificate cannot be loaded at start-up.`,
 	f.DurationVar(&o.MaxQueueWait, "max-queue-wait", server.DefaultMaxQueueWait, "longest wait of a review for an evaluation slot: past it (or past the review's deadline) the answer is 429 at once, and the API server applies the webhook's failurePolicy")
 	f.IntVar(&o.MaxQueued, "max-queued", 0, fmt.Sprintf("reviews that may wait for an evaluation slot (0: %d per slot); one more is answered 429 at once, before its body is read, and the API server applies the webhook's failurePolicy", server.DefaultQueuePerSlot))
 	f.IntVar(&o.MaxInflight, "max-inflight", 0, "reviews decoded and evaluated at once (0: GOMAXPROCS); a review that finds no free slot before its deadline is answered 429 and the API server applies the webhook's failurePolicy")
+	f.IntVar(&o.MaxConnections, "max-connections", server.DefaultMaxConnections, "connections open at once; one more is closed as soon as it is accepted (the API server applies the webhook's failurePolicy at once)")
+	f.IntVar(&o.MaxStreams, "max-concurrent-streams", server.DefaultMaxConcurrentStreams, "reviews one HTTP/2 connection may carry at once (the API server opens another connection past it); with --max-connections it bounds the requests held in memory")
 	f.IntVar(&o.MaxListItems, "max-list-items", server.DefaultMaxListItems, "longest list an object may hold to be evaluated; a longer one is answered 413 and the API server applies the webhook's failurePolicy (CEL evaluation time grows with the square of a list's length)")
 	_ = cmd.MarkFlagRequired("cert")
 	_ = cmd.MarkFlagRequired("key")
@@ -131,6 +140,10 @@ func (o *ServeOptions) Validate() error {
 		return usageError(fmt.Errorf("--max-queue-wait %v: want 0 (the default, %v) or a positive duration", o.MaxQueueWait, server.DefaultMaxQueueWait))
 	case o.MaxInflight < 0:
 		return usageError(fmt.Errorf("--max-inflight %d: want 0 (GOMAXPROCS) or more reviews at once", o.MaxInflight))
+	case o.MaxConnections < 0:
+		return usageError(fmt.Errorf("--max-connections %d: want 0 (the default, %d) or more connections", o.MaxConnections, server.DefaultMaxConnections))
+	case o.MaxStreams < 0:
+		return usageError(fmt.Errorf("--max-concurrent-streams %d: want 0 (the default, %d) or more streams", o.MaxStreams, server.DefaultMaxConcurrentStreams))
 	case o.MaxListItems < 0:
 		return usageError(fmt.Errorf("--max-list-items %d: want 0 (the default, %d) or more items", o.MaxListItems, server.DefaultMaxListItems))
 	}
@@ -153,7 +166,8 @@ func (o *ServeOptions) Run(ctx context.Context) error {
 		return usageError(err)
 	}
 	cfg := server.Config{Engine: engine, Certs: certs, Logger: logger, Metrics: metrics,
-		MaxInflight: o.MaxInflight, MaxQueueWait: o.MaxQueueWait, MaxQueued: o.MaxQueued, MaxListItems: o.MaxListItems}
+		MaxInflight: o.MaxInflight, MaxQueueWait: o.MaxQueueWait, MaxQueued: o.MaxQueued, MaxListItems: o.MaxListItems,
+		MaxConnections: o.MaxConnections, MaxConcurrentStreams: o.MaxStreams}
 	if o.ClientCA != "" {
 		if cfg.ClientCAs, err = server.LoadCertPool(o.ClientCA); err != nil {
 			return usageError(err)
@@ -241,9 +255,34 @@ func readNamespaceLabels(file string) (map[string]map[string]string, error) {
 
 // tuneGC trades memory for CPU: a review allocates a few hundred KiB of
 // short-lived CEL values while the live heap stays small, so collecting less
-// often frees a large share of the CPU. GOGC in the environment wins.
+// often frees a large share of the CPU. GOGC in the environment wins. In a
+// container with a memory limit (cgroup memory.max), the Go runtime is
+// held to 90% of it, so a heap that GOGC lets grow is collected before the
+// kernel kills the process; GOMEMLIMIT in the environment wins.
 func tuneGC() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
 	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		if limit, ok := cgroupMemoryLimit(cgroupMemoryMax); ok {
+			debug.SetMemoryLimit(limit / 10 * 9)
+		}
+	}
+}
+
+// cgroupMemoryMax is the cgroup v2 memory limit of the process's container.
+const cgroupMemoryMax = "/sys/fs/cgroup/memory.max"
+
+// cgroupMemoryLimit reads a cgroup v2 memory.max file: the limit in bytes,
+// false when there is none ("max") or the file cannot be read.
+func cgroupMemoryLimit(file string) (int64, bool) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+	if err != nil || n <= 0 {
+		return 0, false
+	}
+	return n, true
 }

@@ -199,11 +199,37 @@ func TestServeRefusesNegativeQueueBounds(t *testing.T) {
 	_, stderr, code = run(t, append(base, "--max-queue-wait", "-1s")...)
 	assert.Equal(t, ExitUsage, code)
 	assert.Equal(t, "error: --max-queue-wait -1s: want 0 (the default, 250ms) or a positive duration\n", stderr)
+	_, stderr, code = run(t, append(base, "--max-connections", "-1")...)
+	assert.Equal(t, ExitUsage, code)
+	assert.Equal(t, "error: --max-connections -1: want 0 (the default, 32) or more connections\n", stderr)
+	_, stderr, code = run(t, append(base, "--max-concurrent-streams", "-2")...)
+	assert.Equal(t, ExitUsage, code)
+	assert.Equal(t, "error: --max-concurrent-streams -2: want 0 (the default, 16) or more streams\n", stderr)
 
 	out, _, code := run(t, "serve", "--help")
 	assert.Equal(t, ExitOK, code)
 	assert.Contains(t, out, "--max-queue-wait duration")
 	assert.Contains(t, out, "--max-queued int")
+	assert.Contains(t, out, "--max-connections int")
+	assert.Contains(t, out, "--max-concurrent-streams int")
+}
+
+// TestCgroupMemoryLimit: a container's memory.max in bytes holds the Go
+// runtime to 90% of it; "max" (no limit) or no file leaves it alone.
+func TestCgroupMemoryLimit(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+		return p
+	}
+	limit, ok := cgroupMemoryLimit(write("limited", "268435456\n"))
+	assert.True(t, ok)
+	assert.Equal(t, int64(256<<20), limit)
+	_, ok = cgroupMemoryLimit(write("unlimited", "max\n"))
+	assert.False(t, ok)
+	_, ok = cgroupMemoryLimit(filepath.Join(dir, "absent"))
+	assert.False(t, ok)
 }
 
 func TestServeRequiresPolicies(t *testing.T) {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/tools/cache"
 )
 
 // health is what the webhook knows of its API server connection: whether
@@ -76,7 +75,7 @@ func (h *health) watchError(kind string, err error) {
 		h.logged[kind] = err.Error()
 		h.mu.Unlock()
 		if !repeated {
-			h.logger.Error("cannot list or watch "+kind+"; check the webhook's ClusterRole", "phase", "cluster", "kind", kind, "error", err.Error())
+			h.logger.Error("cannot list or watch "+kind+"; check the webhook's ClusterRole, and its Role in the namespace a paramRef names", "phase", "cluster", "kind", kind, "error", err.Error())
 		}
 	default:
 		h.markUnreachable(err)
@@ -88,23 +87,11 @@ func isAPIStatus(err error) bool {
 	return errors.As(err, &s)
 }
 
-// observe makes inf's events and watch errors count for health; it must
-// be called before inf runs.
-func (s *State) observe(inf cache.SharedIndexInformer, kind string) {
-	_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
-		s.health.watchError(kind, err)
-	})
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { s.health.event() },
-		UpdateFunc: func(any, any) { s.health.event() },
-		DeleteFunc: func(any) { s.health.event() },
-	})
-}
-
-// probe asks the API server whether it answers.
-func (s *State) probe(ctx context.Context) {
+// probe asks the API server whether it answers, and says whether it did
+// (true without a probe).
+func (s *State) probe(ctx context.Context) bool {
 	if s.cfg.Probe == nil {
-		return
+		return true
 	}
 	probeCtx, cancel := context.WithTimeout(ctx, s.cfg.LookupTimeout)
 	defer cancel()
@@ -112,7 +99,9 @@ func (s *State) probe(ctx context.Context) {
 	switch {
 	case err == nil || isAPIStatus(err):
 		s.health.markReachable()
+		return true
 	case ctx.Err() == nil:
 		s.health.markUnreachable(err)
 	}
+	return false
 }

@@ -27,16 +27,30 @@ func TestMetricsSayWhatIsSynced(t *testing.T) {
 	reg.MustRegister(f.state.Collector())
 	f.start(t, usingKinds(configMap, limit))
 	want := `
-# HELP admitc_cluster_cache_synced 1 when the informer cache of a kind (v1/Namespace, and each parameter kind) has listed its objects, 0 before, and for a parameter kind that is not served.
+# HELP admitc_cluster_cache_synced 1 while every cache of a kind (v1/Namespace, and each parameter kind) has listed its objects since its last break; 0 before, after a break until it lists again, and for a parameter kind that is not served.
 # TYPE admitc_cluster_cache_synced gauge
 admitc_cluster_cache_synced{kind="v1/Namespace"} 1
 admitc_cluster_cache_synced{kind="v1/ConfigMap"} 1
 admitc_cluster_cache_synced{kind="example.com/v1/Limit"} 0
+# HELP admitc_cluster_synced 1 while every cache (namespaces, and the parameter objects each paramRef reads) has listed its objects since its last break (the API server restarting, a watch failing); 0 before, and while one has not listed again.
+# TYPE admitc_cluster_synced gauge
+admitc_cluster_synced 1
+# HELP admitc_cluster_cached_objects Objects held in the caches of a kind: every namespace, and for a parameter kind only the objects its paramRefs name or select.
+# TYPE admitc_cluster_cached_objects gauge
+admitc_cluster_cached_objects{kind="v1/Namespace"} 1
+admitc_cluster_cached_objects{kind="v1/ConfigMap"} 0
+admitc_cluster_cached_objects{kind="example.com/v1/Limit"} 0
+# HELP admitc_cluster_watches Lists and watches of a kind: one for namespaces, one per distinct paramRef (namespace, and name or selector) of a parameter kind.
+# TYPE admitc_cluster_watches gauge
+admitc_cluster_watches{kind="v1/Namespace"} 1
+admitc_cluster_watches{kind="v1/ConfigMap"} 1
+admitc_cluster_watches{kind="example.com/v1/Limit"} 0
 # HELP admitc_cluster_api_reachable 1 while the API server answers; 0 while it does not and decisions are made from the last synced state.
 # TYPE admitc_cluster_api_reachable gauge
 admitc_cluster_api_reachable 1
 `
-	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want), "admitc_cluster_cache_synced", "admitc_cluster_api_reachable"))
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want), "admitc_cluster_cache_synced", "admitc_cluster_synced",
+		"admitc_cluster_cached_objects", "admitc_cluster_watches", "admitc_cluster_api_reachable"))
 	n, err := testutil.GatherAndCount(reg, "admitc_cluster_last_event_age_seconds")
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
@@ -86,7 +100,7 @@ func TestUnreachableAPIServer(t *testing.T) {
 	assert.Contains(t, f.logged(), "API server reachable again; the caches catch up")
 }
 
-// TestForbiddenIsLoggedOnce: an informer the ClusterRole does not allow
+// TestForbiddenIsLoggedOnce: a cache the webhook's roles do not allow
 // never syncs, so the webhook never turns ready, and the log says why once.
 func TestForbiddenIsLoggedOnce(t *testing.T) {
 	f := newFakeCluster(t)
@@ -100,5 +114,5 @@ func TestForbiddenIsLoggedOnce(t *testing.T) {
 	time.Sleep(1500 * time.Millisecond) // the reflector retries
 	assert.False(t, f.state.Synced())
 	assert.Equal(t, 1, strings.Count(f.logged(), "cannot list or watch"), f.logged())
-	assert.Contains(t, f.logged(), `"msg":"cannot list or watch v1/Namespace; check the webhook's ClusterRole"`)
+	assert.Contains(t, f.logged(), `"msg":"cannot list or watch v1/Namespace; check the webhook's ClusterRole, and its Role in the namespace a paramRef names"`)
 }

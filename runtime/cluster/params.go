@@ -3,41 +3,82 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"sort"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/admitc/admitc/internal/apiconv"
+	"github.com/admitc/admitc/ir"
 	"github.com/admitc/admitc/runtime"
 )
 
-// paramInformer watches the objects of one parameter kind; informer is nil
-// while the kind is not served, err saying so.
-type paramInformer struct {
+// paramKind is one parameter kind the policies name: the resource serving
+// it once discovery finds it (err says why not yet), and one cache per
+// place a paramRef reads it from.
+type paramKind struct {
 	kind       schema.GroupVersionKind
+	resource   schema.GroupVersionResource
+	resolved   bool
 	namespaced bool
-	informer   cache.SharedIndexInformer
-	lister     cache.GenericLister
-	cancel     context.CancelFunc
 	err        error
+	// sources are the places its objects are read from; a source's cache
+	// runs once the kind is resolved.
+	sources map[sourceKey]*watchedCache
 }
 
-var _ runtime.ParamStore = (*paramInformer)(nil)
+// sourceKey is where one paramRef reads objects of a kind: a namespace
+// ("" for any namespace, or a cluster-scoped kind) and a name, or a label
+// selector (in its canonical text) when the name is empty.
+type sourceKey struct {
+	namespace, name, selector string
+}
 
-// resolveLocked starts an informer for every watched kind that has none,
-// once the mapper finds the resource serving it; retry resets the mapper
-// first (discovery may serve a kind it did not before). Call with s.mu held.
+// sourceKeyOf is src's key, false for a selector that does not parse (the
+// decision reports it; there is nothing to watch).
+func sourceKeyOf(src ir.ParamSource) (sourceKey, bool) {
+	if src.Name != "" {
+		return sourceKey{namespace: src.Namespace, name: src.Name}, true
+	}
+	sel, err := metav1.LabelSelectorAsSelector(apiconv.Selector(src.Selector))
+	if err != nil {
+		return sourceKey{}, false
+	}
+	return sourceKey{namespace: src.Namespace, selector: sel.String()}, true
+}
+
+// listOptions narrow a list or watch to the objects k can select, as the
+// API server filters them: metadata.name for a name, the label selector
+// otherwise. The namespace is the request's.
+func (k sourceKey) listOptions(opts *metav1.ListOptions) {
+	if k.name != "" {
+		opts.FieldSelector = fields.OneTermEqualSelector("metadata.name", k.name).String()
+	} else {
+		opts.LabelSelector = k.selector
+	}
+}
+
+var _ runtime.ParamStore = kindStore{}
+
+// resolveLocked looks up the resource of every watched kind not resolved
+// yet, and starts its caches once found; retry resets the mapper first
+// (discovery may serve a kind it did not before). Call with s.mu held.
 func (s *State) resolveLocked(retry bool) {
 	if s.ctx == nil {
 		return
 	}
-	var pending []*paramInformer
+	var pending []*paramKind
 	for _, p := range s.kinds {
-		if p.informer == nil {
+		if !p.resolved {
 			pending = append(pending, p)
 		}
 	}
@@ -52,9 +93,9 @@ func (s *State) resolveLocked(retry bool) {
 	}
 }
 
-// resolve starts p's informer when its kind is served, and logs the kind
+// resolve starts p's caches when its kind is served, and logs the kind
 // going from one state to the other.
-func (s *State) resolve(p *paramInformer) {
+func (s *State) resolve(p *paramKind) {
 	mapping, err := s.cfg.Mapper.RESTMapping(p.kind.GroupKind(), p.kind.Version)
 	if err != nil {
 		if p.err == nil {
@@ -64,54 +105,122 @@ func (s *State) resolve(p *paramInformer) {
 		p.err = notServed(p.kind)
 		return
 	}
-	ctx, cancel := context.WithCancel(s.ctx)
-	inf := dynamicinformer.NewFilteredDynamicInformer(s.cfg.Dynamic, mapping.Resource, "", 0,
-		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil)
-	p.informer, p.lister, p.cancel, p.err = inf.Informer(), inf.Lister(), cancel, nil
+	p.resource, p.resolved, p.err = mapping.Resource, true, nil
 	p.namespaced = mapping.Scope.Name() == meta.RESTScopeNameNamespace
-	s.observe(p.informer, kindName(p.kind))
-	go p.informer.RunWithContext(ctx)
-	s.cfg.Logger.Info("watching parameter kind", "phase", "cluster", "kind", kindName(p.kind), "resource", mapping.Resource.GroupResource().String())
+	for key := range p.sources {
+		p.sources[key] = s.startSource(p, key)
+	}
+	s.cfg.Logger.Info("watching parameter kind", "phase", "cluster", "kind", kindName(p.kind),
+		"resource", mapping.Resource.GroupResource().String(), "sources", len(p.sources))
 }
 
-// stop stops p's informer, if it runs.
-func (p *paramInformer) stop() {
-	if p.cancel != nil {
-		p.cancel()
+// startSource runs the cache of the objects of p that key selects; none
+// for a namespace given to a cluster-scoped kind: the API server refuses
+// such a paramRef before reading anything (and no Role could grant it).
+func (s *State) startSource(p *paramKind, key sourceKey) *watchedCache {
+	if !p.namespaced && key.namespace != "" {
+		return nil
 	}
+	client := s.cfg.Dynamic.Resource(p.resource)
+	var ri interface {
+		List(context.Context, metav1.ListOptions) (*unstructured.UnstructuredList, error)
+		Watch(context.Context, metav1.ListOptions) (watch.Interface, error)
+	} = client
+	if key.namespace != "" {
+		ri = client.Namespace(key.namespace)
+	}
+	lw := listWatch{
+		list: func(ctx context.Context, opts metav1.ListOptions) (k8sruntime.Object, error) {
+			key.listOptions(&opts)
+			return ri.List(ctx, opts)
+		},
+		watch: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			key.listOptions(&opts)
+			return ri.Watch(ctx, opts)
+		},
+		client: s.cfg.Dynamic,
+	}
+	c := newWatchedCache(kindName(p.kind), lw, &unstructured.Unstructured{}, &s.health)
+	c.run(s.ctx)
+	return c
+}
+
+// kindStore is the runtime's view of one resolved parameter kind: each
+// lookup is served by the cache of the paramRef that asks for it.
+type kindStore struct {
+	s *State
+	p *paramKind
 }
 
 // Namespaced implements runtime.ParamStore.
-func (p *paramInformer) Namespaced() bool { return p.namespaced }
+func (k kindStore) Namespaced() bool { return k.p.namespaced }
 
-// Get implements runtime.ParamStore.
-func (p *paramInformer) Get(namespace, name string) (k8sruntime.Object, error) {
-	if err := p.synced(); err != nil {
+// Get implements runtime.ParamStore: from the cache of the paramRef naming
+// name in namespace, or in the request's namespace.
+func (k kindStore) Get(namespace, name string) (k8sruntime.Object, error) {
+	c, err := k.source(namespace, sourceKey{name: name})
+	if err != nil {
 		return nil, err
 	}
-	if p.namespaced {
-		return p.lister.ByNamespace(namespace).Get(name)
+	key := name
+	if namespace != "" {
+		key = namespace + "/" + name
 	}
-	return p.lister.Get(name)
+	obj, ok, err := c.store.GetByKey(key)
+	switch {
+	case err != nil:
+		return nil, err
+	case !ok:
+		return nil, apierrors.NewNotFound(k.p.resource.GroupResource(), name)
+	}
+	return obj.(k8sruntime.Object), nil
 }
 
-// List implements runtime.ParamStore.
-func (p *paramInformer) List(namespace string, sel labels.Selector) ([]k8sruntime.Object, error) {
-	if err := p.synced(); err != nil {
+// List implements runtime.ParamStore: from the cache of the paramRef with
+// selector sel in namespace, or in the request's namespace, by name.
+func (k kindStore) List(namespace string, sel labels.Selector) ([]k8sruntime.Object, error) {
+	if _, selectable := sel.Requirements(); !selectable {
+		return nil, nil // a nil selector selects nothing
+	}
+	c, err := k.source(namespace, sourceKey{selector: sel.String()})
+	if err != nil {
 		return nil, err
 	}
-	if p.namespaced {
-		return p.lister.ByNamespace(namespace).List(sel)
+	items, err := c.store.ByIndex(cache.NamespaceIndex, namespace)
+	if err != nil {
+		return nil, err
 	}
-	return p.lister.List(sel)
+	var out []k8sruntime.Object
+	for _, item := range items {
+		if u := item.(*unstructured.Unstructured); sel.Matches(labels.Set(u.GetLabels())) {
+			out = append(out, u)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].(*unstructured.Unstructured).GetName() < out[j].(*unstructured.Unstructured).GetName()
+	})
+	return out, nil
 }
 
-// synced is the API server's error for a kind whose informer has not
-// listed its objects yet (a kind that came to be served after start-up).
-func (p *paramInformer) synced() error {
-	if p.informer.HasSynced() {
-		return nil
+// source finds the cache of the paramRef key (without its namespace) in
+// namespace, else in any namespace (a paramRef without a namespace);
+// its error is the API server's for a cache that has not listed yet.
+func (k kindStore) source(namespace string, key sourceKey) (*watchedCache, error) {
+	k.s.mu.Lock()
+	key.namespace = namespace
+	c := k.p.sources[key]
+	if c == nil {
+		key.namespace = ""
+		c = k.p.sources[key]
 	}
-	apiVersion, kind := p.kind.ToAPIVersionAndKind()
-	return fmt.Errorf("paramKind kind `%v` not yet synced to use for admission", &admissionregistrationv1.ParamKind{APIVersion: apiVersion, Kind: kind})
+	k.s.mu.Unlock()
+	if c == nil {
+		return nil, fmt.Errorf("parameter objects of %s in namespace %q (name %q, selector %q) are not watched: no policy served reads them",
+			kindName(k.p.kind), namespace, key.name, key.selector)
+	}
+	if listed, _ := c.state(); !listed {
+		apiVersion, kind := k.p.kind.ToAPIVersionAndKind()
+		return nil, fmt.Errorf("paramKind kind `%v` not yet synced to use for admission", &admissionregistrationv1.ParamKind{APIVersion: apiVersion, Kind: kind})
+	}
+	return c, nil
 }

@@ -10,12 +10,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	corev1informers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corev1listers "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/admitc/admitc/ir"
 	"github.com/admitc/admitc/runtime"
@@ -37,8 +36,10 @@ type Config struct {
 	// RetryInterval is how often kinds not served are looked up again
 	// (default 10s), ProbeInterval how often Probe runs (default 5s: a
 	// reflector whose connection is refused retries its watch quietly, so
-	// the probe is what notices an API server gone).
-	RetryInterval, ProbeInterval time.Duration
+	// the probe is what notices an API server gone), RecoveryInterval how
+	// often it runs while a cache is out of sync (default 1s), each time
+	// it answers restarting the caches out of sync.
+	RetryInterval, ProbeInterval, RecoveryInterval time.Duration
 	// LookupTimeout bounds the API call made for a namespace the cache does
 	// not hold (default 2s).
 	LookupTimeout time.Duration
@@ -49,14 +50,14 @@ type Config struct {
 // new set, swap it in, then Keep it.
 type State struct {
 	cfg        Config
-	namespaces cache.SharedIndexInformer
+	namespaces *watchedCache
 	nsLister   corev1listers.NamespaceLister
 
 	mu sync.Mutex
 	// ctx is the context Start was given; nil before Start.
 	ctx context.Context
 	// kinds are the watched parameter kinds, resolved or not.
-	kinds map[schema.GroupVersionKind]*paramInformer
+	kinds map[schema.GroupVersionKind]*paramKind
 
 	health health
 }
@@ -74,53 +75,81 @@ func New(cfg Config) *State {
 	if cfg.ProbeInterval <= 0 {
 		cfg.ProbeInterval = 5 * time.Second
 	}
+	if cfg.RecoveryInterval <= 0 {
+		cfg.RecoveryInterval = time.Second
+	}
 	if cfg.LookupTimeout <= 0 {
 		cfg.LookupTimeout = 2 * time.Second
 	}
-	s := &State{cfg: cfg, kinds: map[schema.GroupVersionKind]*paramInformer{}}
+	s := &State{cfg: cfg, kinds: map[schema.GroupVersionKind]*paramKind{}}
 	s.health.init(cfg.Logger)
-	s.namespaces = corev1informers.NewNamespaceInformer(cfg.Client, 0, cache.Indexers{})
-	s.nsLister = corev1listers.NewNamespaceLister(s.namespaces.GetIndexer())
-	s.observe(s.namespaces, "v1/Namespace")
+	namespaces := cfg.Client.CoreV1().Namespaces()
+	s.namespaces = newWatchedCache("v1/Namespace", listWatch{
+		list: func(ctx context.Context, opts metav1.ListOptions) (k8sruntime.Object, error) {
+			return namespaces.List(ctx, opts)
+		},
+		watch:  namespaces.Watch,
+		client: cfg.Client,
+	}, &corev1.Namespace{}, &s.health)
+	s.nsLister = corev1listers.NewNamespaceLister(s.namespaces.store)
 	return s
 }
 
-// Start runs the Namespace informer and the informers of the parameter
-// kinds set reads from the cluster, until ctx ends. It does not wait for
-// them: see Synced and WaitForSync.
+// Start runs the Namespace cache and the caches of the parameter objects
+// set reads from the cluster, until ctx ends. It does not wait for them:
+// see Synced and WaitForSync.
 func (s *State) Start(ctx context.Context, set *ir.PolicySet) {
 	s.mu.Lock()
 	s.ctx = ctx
 	s.mu.Unlock()
-	go s.namespaces.RunWithContext(ctx)
+	s.namespaces.run(ctx)
 	s.Watch(set)
 	go s.loop(ctx)
 }
 
-// Watch starts informers for the parameter kinds set reads from the
-// cluster that are not watched yet; a kind not served yet is looked up
-// again every RetryInterval. Kinds already watched stay: on a policy
-// reload, call Keep once the new set serves.
+// Watch starts caches for the parameter objects set reads from the
+// cluster that are not watched yet (see ir.PolicySet.ParamSources); a kind
+// not served yet is looked up again every RetryInterval. What is already
+// watched stays: on a policy reload, call Keep once the new set serves.
 func (s *State) Watch(set *ir.PolicySet) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for gvk := range paramKinds(set) {
 		if _, ok := s.kinds[gvk]; !ok {
-			s.kinds[gvk] = &paramInformer{kind: gvk}
+			s.kinds[gvk] = &paramKind{kind: gvk, sources: map[sourceKey]*watchedCache{}}
+		}
+	}
+	for gvk, keys := range paramSources(set) {
+		p := s.kinds[gvk]
+		for key := range keys {
+			if _, ok := p.sources[key]; ok {
+				continue
+			}
+			p.sources[key] = nil
+			if p.resolved {
+				p.sources[key] = s.startSource(p, key)
+			}
 		}
 	}
 	s.resolveLocked(false)
 }
 
-// Keep stops the informers of kinds set does not read: the policies that
-// named them are no longer served.
+// Keep stops the caches of what set does not read: the policies that read
+// it are no longer served.
 func (s *State) Keep(set *ir.PolicySet) {
-	wanted := paramKinds(set)
+	kinds, sources := paramKinds(set), paramSources(set)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for gvk, p := range s.kinds {
-		if !wanted[gvk] {
-			p.stop()
+		for key, c := range p.sources {
+			if !sources[gvk][key] {
+				if c != nil {
+					c.stop()
+				}
+				delete(p.sources, key)
+			}
+		}
+		if !kinds[gvk] {
 			delete(s.kinds, gvk)
 			s.cfg.Logger.Info("parameter kind no longer watched", "phase", "cluster", "kind", kindName(gvk))
 		}
@@ -135,12 +164,34 @@ func paramKinds(set *ir.PolicySet) map[schema.GroupVersionKind]bool {
 	return out
 }
 
-// loop looks up kinds not served yet and probes the API server.
+// paramSources are the places set reads parameter objects from, by kind.
+func paramSources(set *ir.PolicySet) map[schema.GroupVersionKind]map[sourceKey]bool {
+	out := map[schema.GroupVersionKind]map[sourceKey]bool{}
+	for _, src := range set.ParamSources() {
+		key, ok := sourceKeyOf(src)
+		if !ok {
+			continue
+		}
+		gvk := schema.FromAPIVersionAndKind(src.Kind.APIVersion, src.Kind.Kind)
+		if out[gvk] == nil {
+			out[gvk] = map[sourceKey]bool{}
+		}
+		out[gvk][key] = true
+	}
+	return out
+}
+
+// loop looks up kinds not served yet, probes the API server (every
+// RecoveryInterval while a cache is out of sync, else every
+// ProbeInterval) and, while it answers, restarts the caches that are out
+// of sync, so they list again at once instead of after their reflector's
+// backoff.
 func (s *State) loop(ctx context.Context) {
 	retry := time.NewTicker(s.cfg.RetryInterval)
 	defer retry.Stop()
-	probe := time.NewTicker(s.cfg.ProbeInterval)
-	defer probe.Stop()
+	tick := time.NewTicker(s.cfg.RecoveryInterval)
+	defer tick.Stop()
+	var lastProbe time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -149,28 +200,80 @@ func (s *State) loop(ctx context.Context) {
 			s.mu.Lock()
 			s.resolveLocked(true)
 			s.mu.Unlock()
-		case <-probe.C:
-			s.probe(ctx)
+		case now := <-tick.C:
+			broken := !s.inSync()
+			if !broken && now.Sub(lastProbe) < s.cfg.ProbeInterval {
+				continue
+			}
+			lastProbe = now
+			if s.probe(ctx) && broken {
+				s.restartBroken(ctx, now)
+			}
 		}
 	}
 }
 
-// Synced implements runtime.ClusterState: the Namespace informer and the
-// informer of every served parameter kind have listed their objects once.
-// A kind that is not served does not hold readiness back: its policies are
-// decided by their failure policy, as in the API server.
-func (s *State) Synced() bool {
+// restartBroken restarts every cache out of sync whose backoff has passed.
+func (s *State) restartBroken(ctx context.Context, now time.Time) {
+	for _, c := range s.caches() {
+		if c.restartIfDue(ctx, now) {
+			s.cfg.Logger.Info("cache out of sync with a reachable API server; listing again", "phase", "cluster", "kind", c.kind)
+		}
+	}
+}
+
+// caches are every running cache: Namespaces first, then the parameter
+// sources.
+func (s *State) caches() []*watchedCache {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ctx == nil || !s.namespaces.HasSynced() {
-		return false
-	}
+	out := []*watchedCache{s.namespaces}
 	for _, p := range s.kinds {
-		if p.informer != nil && !p.informer.HasSynced() {
+		for _, c := range p.sources {
+			if c != nil {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// inSync reports whether every cache has listed since its last break.
+func (s *State) inSync() bool {
+	for _, c := range s.caches() {
+		if _, synced := c.state(); !synced {
 			return false
 		}
 	}
 	return true
+}
+
+// Synced implements runtime.ClusterState: every cache (Namespaces, and
+// the parameter objects of each served kind) has listed its objects, and,
+// while the API server answers, is in sync with it: after a break (the API
+// server restarted, a watch failed) the webhook is not ready until its
+// caches have listed again. While the API server does not answer, the last
+// synced state decides and the webhook stays ready: failing closed would
+// not make decisions fresher (admitc_cluster_synced and
+// admitc_cluster_api_reachable say so). A kind that is not served does not
+// hold readiness back: its policies are decided by their failure policy,
+// as in the API server.
+func (s *State) Synced() bool {
+	s.mu.Lock()
+	started := s.ctx != nil
+	s.mu.Unlock()
+	if !started {
+		return false
+	}
+	inSync := true
+	for _, c := range s.caches() {
+		listed, synced := c.state()
+		if !listed {
+			return false
+		}
+		inSync = inSync && synced
+	}
+	return inSync || !s.health.reachable.Load()
 }
 
 // WaitForSync waits until Synced or ctx ends, and says which.
@@ -200,8 +303,8 @@ func (s *State) Namespace(ctx context.Context, name string) (*corev1.Namespace, 
 	return s.cfg.Client.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
 }
 
-// Params implements runtime.ClusterState: the informer of kind, or the
-// API server's error for a kind that is not served (or not watched).
+// Params implements runtime.ClusterState: the caches of kind, or the API
+// server's error for a kind that is not served (or not watched).
 func (s *State) Params(kind schema.GroupVersionKind) (runtime.ParamStore, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -209,10 +312,10 @@ func (s *State) Params(kind schema.GroupVersionKind) (runtime.ParamStore, error)
 	switch {
 	case !ok:
 		return nil, notServed(kind)
-	case p.informer == nil:
+	case !p.resolved:
 		return nil, p.err
 	}
-	return p, nil
+	return kindStore{s: s, p: p}, nil
 }
 
 // notServed is the API server's error for a paramKind it cannot resolve.

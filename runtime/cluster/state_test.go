@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
@@ -112,7 +113,7 @@ func newFakeCluster(t *testing.T, objs ...k8sruntime.Object) *fakeCluster {
 		logs:    &bytes.Buffer{},
 	}
 	f.state = cluster.New(cluster.Config{Client: f.kube, Dynamic: f.dynamic, Mapper: f.mapper,
-		Logger: slog.New(slog.NewJSONHandler(&syncWriter{w: f.logs}, nil)), RetryInterval: 20 * time.Millisecond, ProbeInterval: time.Hour})
+		Logger: slog.New(slog.NewJSONHandler(&syncWriter{w: f.logs}, nil)), RetryInterval: 20 * time.Millisecond, ProbeInterval: time.Hour, RecoveryInterval: 20 * time.Millisecond})
 	return f
 }
 
@@ -156,13 +157,24 @@ func param(gvk schema.GroupVersionKind, namespace, name string, l map[string]str
 	return u
 }
 
-// usingKinds is a set of policies reading parameter objects of kinds.
+// usingKinds is a set of policies reading parameter objects of kinds, each
+// by the name "x" in the request's namespace.
 func usingKinds(kinds ...schema.GroupVersionKind) *ir.PolicySet {
 	set := &ir.PolicySet{Version: ir.Version}
 	for _, k := range kinds {
-		apiVersion, kind := k.ToAPIVersionAndKind()
-		set.Policies = append(set.Policies, ir.Policy{Name: kind, ParamKind: &ir.ParamKind{APIVersion: apiVersion, Kind: kind},
-			ParamRef: &ir.ParamRef{Name: "x", ParameterNotFoundAction: ir.ParamDeny}})
+		set.Policies = append(set.Policies, reading(k, ir.ParamRef{Name: "x"}).Policies...)
+	}
+	return set
+}
+
+// reading is a set of policies reading parameter objects of kind, one per
+// paramRef.
+func reading(k schema.GroupVersionKind, refs ...ir.ParamRef) *ir.PolicySet {
+	set := &ir.PolicySet{Version: ir.Version}
+	apiVersion, kind := k.ToAPIVersionAndKind()
+	for i := range refs {
+		refs[i].ParameterNotFoundAction = ir.ParamDeny
+		set.Policies = append(set.Policies, ir.Policy{Name: fmt.Sprintf("%s-%d", kind, i), ParamKind: &ir.ParamKind{APIVersion: apiVersion, Kind: kind}, ParamRef: &refs[i]})
 	}
 	return set
 }
@@ -192,7 +204,8 @@ func TestParamsFollowTheCluster(t *testing.T) {
 		param(configMap, "admission-system", "prod-limits", map[string]string{"tier": "prod"}, map[string]any{"max": "10"}),
 		param(configMap, "admission-system", "dev-limits", nil, map[string]any{"max": "3"}),
 		param(configMap, "shop", "prod-limits", map[string]string{"tier": "prod"}, map[string]any{"max": "1"}))
-	f.start(t, usingKinds(configMap))
+	f.start(t, reading(configMap, ir.ParamRef{Namespace: "admission-system", Name: "prod-limits"}, ir.ParamRef{Name: "dev-limits"},
+		ir.ParamRef{Selector: &ir.LabelSelector{MatchLabels: map[string]string{"tier": "prod"}}}))
 	store, err := f.state.Params(configMap)
 	require.NoError(t, err)
 	assert.True(t, store.Namespaced())
@@ -222,7 +235,9 @@ func TestParamsFollowTheCluster(t *testing.T) {
 
 func TestAKindNotServedIsLookedUpAgain(t *testing.T) {
 	f := newFakeCluster(t, param(limit, "", "strict", nil, map[string]any{"max": "1"}))
-	f.start(t, usingKinds(configMap, limit))
+	set := usingKinds(configMap)
+	set.Policies = append(set.Policies, reading(limit, ir.ParamRef{Name: "strict"}).Policies...)
+	f.start(t, set)
 	_, err := f.state.Params(limit)
 	require.EqualError(t, err, "failed to find resource referenced by paramKind: 'example.com/v1, Kind=Limit'")
 	assert.True(t, f.state.Synced(), "a kind not served does not hold readiness back")
@@ -244,7 +259,7 @@ func TestAKindNotServedIsLookedUpAgain(t *testing.T) {
 	f.mapper.mu.Lock()
 	assert.Positive(t, f.mapper.resets, "discovery is asked afresh")
 	f.mapper.mu.Unlock()
-	assert.Contains(t, f.logged(), `"msg":"watching parameter kind","phase":"cluster","kind":"example.com/v1/Limit","resource":"limits.example.com"`)
+	assert.Contains(t, f.logged(), `"msg":"watching parameter kind","phase":"cluster","kind":"example.com/v1/Limit","resource":"limits.example.com","sources":1`)
 }
 
 func TestWatchFollowsThePolicies(t *testing.T) {

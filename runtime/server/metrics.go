@@ -19,6 +19,11 @@ type Metrics struct {
 	Reloads *prometheus.CounterVec
 	// CertExpiry is the serving certificate's NotAfter, in Unix seconds.
 	CertExpiry prometheus.Gauge
+	// ConnectionsShed counts connections closed as soon as accepted, over
+	// MaxConnections; HTTP2Errors counts HTTP/2 protocol errors by type
+	// (stream_PROTOCOL_ERROR_over_max_streams: a client that opened more streams than allowed).
+	ConnectionsShed prometheus.Counter
+	HTTP2Errors     *prometheus.CounterVec
 }
 
 // NewMetrics registers admitc's metrics (and the Go and process collectors)
@@ -42,8 +47,14 @@ func NewMetrics() *Metrics {
 		CertExpiry: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "admitc_serving_certificate_expiration_timestamp_seconds", Help: "NotAfter of the serving certificate, in Unix seconds.",
 		}),
+		ConnectionsShed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "admitc_connections_shed_total", Help: "Connections closed as soon as accepted: more than --max-connections were open.",
+		}),
+		HTTP2Errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "admitc_http2_errors_total", Help: "HTTP/2 protocol errors, by type (stream_PROTOCOL_ERROR_over_max_streams: a client opened more than --max-concurrent-streams streams on a connection, and the extra ones were refused).",
+		}, []string{"type"}),
 	}
-	m.Registry.MustRegister(m.Reviews, m.Violations, m.Duration, m.Reloads, m.CertExpiry,
+	m.Registry.MustRegister(m.Reviews, m.Violations, m.Duration, m.Reloads, m.CertExpiry, m.ConnectionsShed, m.HTTP2Errors,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	admissionv1 "k8s.io/api/admission/v1"
 
@@ -55,6 +56,12 @@ type Config struct {
 	// MaxListItems is the longest list an object may hold to be evaluated
 	// (default DefaultMaxListItems); a longer one is answered 413.
 	MaxListItems int
+	// MaxConnections bounds the connections open at once (default
+	// DefaultMaxConnections); one more is closed as soon as it is
+	// accepted. MaxConcurrentStreams bounds the reviews one HTTP/2
+	// connection carries at once (default DefaultMaxConcurrentStreams):
+	// together they bound the requests the webhook holds, whatever arrives.
+	MaxConnections, MaxConcurrentStreams int
 }
 
 // Server is the admission webhook.
@@ -71,6 +78,8 @@ type Server struct {
 	// admitted holds one token per review being read, waiting for a slot
 	// or evaluated: MaxInflight + MaxQueued at most.
 	admitted chan struct{}
+	// open holds one token per open connection: MaxConnections at most.
+	open chan struct{}
 	// conns knows which connections are new or serving a request: the
 	// drain waits for none to be left.
 	conns    connTracker
@@ -82,36 +91,13 @@ type Server struct {
 
 // New returns a server for cfg; call Serve to start it.
 func New(cfg Config) *Server {
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.Metrics == nil {
-		cfg.Metrics = NewMetrics()
-	}
-	if cfg.ReviewTimeout == 0 {
-		cfg.ReviewTimeout = 10 * time.Second
-	}
-	if cfg.ReadHeaderTimeout == 0 {
-		cfg.ReadHeaderTimeout = 5 * time.Second
-	}
-	if cfg.IdleTimeout == 0 {
-		cfg.IdleTimeout = 90 * time.Second
-	}
-	if cfg.MaxListItems <= 0 {
-		cfg.MaxListItems = DefaultMaxListItems
-	}
-	if cfg.MaxInflight <= 0 {
-		cfg.MaxInflight = goruntime.GOMAXPROCS(0)
-	}
-	if cfg.MaxQueueWait <= 0 {
-		cfg.MaxQueueWait = DefaultMaxQueueWait
-	}
-	if cfg.MaxQueued <= 0 {
-		cfg.MaxQueued = DefaultQueuePerSlot * cfg.MaxInflight
-	}
+	cfg = cfg.withDefaults()
 	s := &Server{cfg: cfg, slots: make(chan struct{}, cfg.MaxInflight), largeSlots: make(chan struct{}, 1),
-		admitted: make(chan struct{}, cfg.MaxInflight+cfg.MaxQueued)}
+		admitted: make(chan struct{}, cfg.MaxInflight+cfg.MaxQueued), open: make(chan struct{}, cfg.MaxConnections)}
 	s.engine.Store(cfg.Engine)
+	_ = cfg.Metrics.Registry.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "admitc_connections_open", Help: "Connections open, at most --max-connections.",
+	}, func() float64 { return float64(len(s.open)) }))
 	s.http = &http.Server{
 		Handler:           s.closeWhileDraining(s.routes()),
 		TLSConfig:         tlsConfig(cfg),
@@ -122,8 +108,40 @@ func New(cfg Config) *Server {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 		ConnState:         s.conns.track,
+		HTTP2: &http.HTTP2Config{
+			MaxConcurrentStreams: cfg.MaxConcurrentStreams,
+			CountError:           func(errType string) { cfg.Metrics.HTTP2Errors.WithLabelValues(errType).Inc() },
+		},
 	}
 	return s
+}
+
+// withDefaults fills in the zero fields of cfg.
+func (cfg Config) withDefaults() Config {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics()
+	}
+	cfg.ReviewTimeout = orDefault(cfg.ReviewTimeout, 10*time.Second)
+	cfg.ReadHeaderTimeout = orDefault(cfg.ReadHeaderTimeout, 5*time.Second)
+	cfg.IdleTimeout = orDefault(cfg.IdleTimeout, 90*time.Second)
+	cfg.MaxQueueWait = orDefault(cfg.MaxQueueWait, DefaultMaxQueueWait)
+	cfg.MaxListItems = orDefault(cfg.MaxListItems, DefaultMaxListItems)
+	cfg.MaxInflight = orDefault(cfg.MaxInflight, goruntime.GOMAXPROCS(0))
+	cfg.MaxQueued = orDefault(cfg.MaxQueued, DefaultQueuePerSlot*cfg.MaxInflight)
+	cfg.MaxConnections = orDefault(cfg.MaxConnections, DefaultMaxConnections)
+	cfg.MaxConcurrentStreams = orDefault(cfg.MaxConcurrentStreams, DefaultMaxConcurrentStreams)
+	return cfg
+}
+
+// orDefault is v, or def when v is not positive.
+func orDefault[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
 }
 
 // routes are the webhook's endpoints.
@@ -173,9 +191,10 @@ func (s *Server) Swap(e *runtime.Engine) { s.engine.Store(e) }
 // Engine returns the policy set being served.
 func (s *Server) Engine() *runtime.Engine { return s.engine.Load() }
 
-// Serve accepts HTTPS connections on l until Shutdown; it marks the server
-// ready once it is listening.
+// Serve accepts HTTPS connections on l until Shutdown, at most
+// MaxConnections at once; it marks the server ready once it is listening.
 func (s *Server) Serve(l net.Listener) error {
+	l = newLimitListener(l, s.open, s.cfg.Metrics.ConnectionsShed)
 	s.listener.Store(&l)
 	s.ready.Store(true)
 	err := s.http.ServeTLS(l, "", "")

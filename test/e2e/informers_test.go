@@ -131,7 +131,7 @@ func TestWebhookSeesTheCluster(t *testing.T) {
 
 	rbac := emittedRBAC(t, policies)
 	apply(t, rbac["ServiceAccount"], false)
-	token := serviceAccountToken(t)
+	token := serviceAccountToken(t, informersWebhook)
 	proxy := startProxy(t, kc.server)
 	w := startClusterWebhook(t, policies, writeTokenKubeconfig(t, proxy.url, token))
 	rbacIsSufficient(t, w, rbac)
@@ -153,6 +153,7 @@ func TestWebhookSeesTheCluster(t *testing.T) {
 	assert.Contains(t, a.err.Error(), "admission webhook \"validate.informers.admitc.dev\" denied the request: [informers-replica-limit] "+paramNotFound.Messages[0])
 
 	cutOffKeepsDeciding(t, w, proxy, deployment)
+	backOnlyWhenSynced(t, w, proxy, deployment)
 	for _, line := range bytes.Split(w.logBytes(t), []byte("\n")) {
 		if bytes.Contains(line, []byte(`"phase":"cluster"`)) {
 			t.Logf("webhook log: %s", line)
@@ -163,12 +164,12 @@ func TestWebhookSeesTheCluster(t *testing.T) {
 
 var paramNotFound = denied("failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction")
 
-// rbacIsSufficient: without the emitted ClusterRole the informers cannot
-// list and the webhook is not ready; once it is bound they sync.
+// rbacIsSufficient: without the emitted roles the caches cannot list and
+// the webhook is not ready; once they are bound the caches sync.
 func rbacIsSufficient(t *testing.T, w *clusterWebhook, rbac map[string]string) {
 	assert.Equal(t, http.StatusServiceUnavailable, w.get(t, "/readyz").code)
 	eventually(t, "the webhook to say it cannot list", func() bool { return bytes.Contains(w.logBytes(t), []byte("cannot list or watch")) })
-	apply(t, rbac["ClusterRole"]+"\n---\n"+rbac["ClusterRoleBinding"], false)
+	applyRoles(t, rbac)
 	eventuallyWithin(t, 60*time.Second, "the informers to sync with the emitted RBAC", func() bool { return w.get(t, "/readyz").code == http.StatusOK })
 	metrics := w.get(t, "/metrics").body
 	assert.Contains(t, metrics, `admitc_cluster_cache_synced{kind="v1/ConfigMap"} 1`)
@@ -244,6 +245,43 @@ func cutOffKeepsDeciding(t *testing.T, w *clusterWebhook, proxy *tcpProxy, deplo
 	t.Logf("API server with the webhook cut off from it: %v", a.err)
 }
 
+// backOnlyWhenSynced: the API server reachable again, the webhook says it
+// is ready, or that its caches are synced, only once its decisions see
+// what changed while it was cut off (the namespace labelled env: prod):
+// reachability alone is not sync. It logs how long each took.
+func backOnlyWhenSynced(t *testing.T, w *clusterWebhook, proxy *tcpProxy, deployment *unstructured.Unstructured) {
+	fresh := denied(paramNotFound.Messages[0], "prod namespaces run at most 2 replicas, got 3")
+	time.Sleep(8 * time.Second) // as long as a kube-apiserver restart takes: client-go's retries back off meanwhile
+	proxy.restore(t)
+	start := time.Now()
+	var reachableAt, freshAt, syncedAt time.Duration
+	for time.Since(start) < 60*time.Second && (freshAt == 0 || syncedAt == 0) {
+		metrics := w.get(t, "/metrics").body
+		reachable := strings.Contains(metrics, "\nadmitc_cluster_api_reachable 1\n")
+		synced := strings.Contains(metrics, "\nadmitc_cluster_synced 1\n")
+		ready := w.get(t, "/readyz").code == http.StatusOK
+		got := w.decide(t, deployment)
+		isFresh := assert.ObjectsAreEqual(fresh, got)
+		at := time.Since(start)
+		if reachable && reachableAt == 0 {
+			reachableAt = at
+		}
+		if synced && syncedAt == 0 {
+			syncedAt = at
+		}
+		if isFresh && freshAt == 0 {
+			freshAt = at
+		}
+		assert.False(t, synced && !isFresh, "%s after the API server came back: admitc_cluster_synced 1 while deciding %+v", at, got)
+		assert.False(t, reachable && ready && !isFresh, "%s after the API server came back: reachable and ready while deciding %+v", at, got)
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("API server back: reachable after %s, decisions fresh after %s, synced after %s (0s: never, in 60 s)",
+		reachableAt.Round(time.Millisecond), freshAt.Round(time.Millisecond), syncedAt.Round(time.Millisecond))
+	assert.NotZero(t, freshAt, "the webhook never saw the label")
+	assert.NotZero(t, syncedAt, "admitc_cluster_synced never turned 1")
+}
+
 // informersSetup creates the request and parameter namespaces and the
 // parameter object (maxReplicas 5).
 func informersSetup(t *testing.T) {
@@ -265,6 +303,8 @@ func informersCleanup(t *testing.T) {
 	labelNamespace(t, nil)
 	_ = kc.client.RbacV1().ClusterRoleBindings().Delete(ctx, informersWebhook, metav1.DeleteOptions{})
 	_ = kc.client.RbacV1().ClusterRoles().Delete(ctx, informersWebhook, metav1.DeleteOptions{})
+	_ = kc.client.RbacV1().RoleBindings(informersParams).Delete(ctx, informersWebhook, metav1.DeleteOptions{})
+	_ = kc.client.RbacV1().Roles(informersParams).Delete(ctx, informersWebhook, metav1.DeleteOptions{})
 	_ = kc.client.CoreV1().ServiceAccounts("admission-system").Delete(ctx, informersWebhook, metav1.DeleteOptions{})
 }
 
@@ -287,23 +327,49 @@ func compiledVAPs(t *testing.T, policies string) string {
 	return out
 }
 
-// emittedRBAC is the ServiceAccount, ClusterRole and ClusterRoleBinding the
-// webhook backend emits for the policies, as YAML documents by kind.
+// applyRoles applies the emitted roles and their bindings.
+func applyRoles(t *testing.T, rbac map[string]string) {
+	t.Helper()
+	var docs []string
+	for _, kind := range []string{"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"} {
+		if rbac[kind] != "" {
+			docs = append(docs, rbac[kind])
+		}
+	}
+	apply(t, strings.Join(docs, "\n---\n"), false)
+}
+
+// emittedRBAC is the ServiceAccount, ClusterRole, ClusterRoleBinding,
+// Role and RoleBinding the webhook backend emits for the policies, as
+// YAML documents by kind: the ClusterRole reads namespaces, the Role, in
+// the namespace the paramRef names, the ConfigMap it names.
 func emittedRBAC(t *testing.T, policies string) map[string]string {
-	out, stderr, code := admitc(t, "compile", "--policies", policies, "--backend", "webhook", "--namespace", informersNamespace, "--name", informersWebhook)
+	docs := emittedRBACDocs(t, policies, informersWebhook)
+	require.Len(t, docs, 5, "the webhook backend emits a ServiceAccount, a ClusterRole, a Role and their bindings")
+	rules, _, _ := unstructured.NestedSlice(mustDecode(t, docs["ClusterRole"]), "rules")
+	assert.Equal(t, []any{map[string]any{"apiGroups": []any{""}, "resources": []any{"namespaces"}, "verbs": []any{"get", "list", "watch"}}}, rules)
+	role := mustDecode(t, docs["Role"])
+	assert.Equal(t, informersParams, role["metadata"].(map[string]any)["namespace"])
+	rules, _, _ = unstructured.NestedSlice(role, "rules")
+	assert.Equal(t, []any{map[string]any{"apiGroups": []any{""}, "resources": []any{"configmaps"}, "resourceNames": []any{informersLimit}, "verbs": []any{"list", "watch"}}}, rules)
+	return docs
+}
+
+// emittedRBACDocs is the RBAC objects the webhook backend emits for the
+// policies, as JSON documents by kind (one of each kind).
+func emittedRBACDocs(t *testing.T, policies, name string) map[string]string {
+	out, stderr, code := admitc(t, "compile", "--policies", policies, "--backend", "webhook", "--namespace", informersNamespace, "--name", name)
 	require.Equal(t, 0, code, stderr)
 	docs := map[string]string{}
 	for _, u := range decode(t, "webhook.yaml", []byte(out)) {
 		switch u.GetKind() {
-		case "ServiceAccount", "ClusterRole", "ClusterRoleBinding":
+		case "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
+			require.Empty(t, docs[u.GetKind()], "one %s", u.GetKind())
 			data, err := json.Marshal(u.Object)
 			require.NoError(t, err)
 			docs[u.GetKind()] = string(data)
 		}
 	}
-	require.Len(t, docs, 3, "the webhook backend emits a ServiceAccount, a ClusterRole and a ClusterRoleBinding")
-	rules, _, _ := unstructured.NestedSlice(mustDecode(t, docs["ClusterRole"]), "rules")
-	assert.Equal(t, []any{map[string]any{"apiGroups": []any{""}, "resources": []any{"configmaps", "namespaces"}, "verbs": []any{"get", "list", "watch"}}}, rules)
 	return docs
 }
 
@@ -321,9 +387,9 @@ func mustJSON(t *testing.T, v any) []byte {
 
 // serviceAccountToken asks the API server for a token of the webhook's
 // ServiceAccount, as the kubelet does for its pod.
-func serviceAccountToken(t *testing.T) string {
+func serviceAccountToken(t *testing.T, name string) string {
 	expiry := int64(3600)
-	tr, err := kc.client.CoreV1().ServiceAccounts("admission-system").CreateToken(context.Background(), informersWebhook,
+	tr, err := kc.client.CoreV1().ServiceAccounts("admission-system").CreateToken(context.Background(), name,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	return tr.Status.Token
@@ -340,17 +406,22 @@ func writeTokenKubeconfig(t *testing.T, server, token string) string {
 	return path
 }
 
-// checkMinimalRBAC: the token reads namespaces and ConfigMaps, and is
-// forbidden every other kind and every write.
+// checkMinimalRBAC: the token reads namespaces and the one ConfigMap the
+// paramRef names, and is forbidden every other ConfigMap, every other kind
+// and every write.
 func checkMinimalRBAC(t *testing.T, token string) {
 	ctx := context.Background()
 	c, err := kubernetes.NewForConfig(&rest.Config{Host: kc.server, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAFile: kc.caFile}})
 	require.NoError(t, err)
 	_, err = c.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 	assert.NoError(t, err)
-	_, err = c.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{})
+	named := metav1.ListOptions{FieldSelector: "metadata.name=" + informersLimit}
+	_, err = c.CoreV1().ConfigMaps(informersParams).List(ctx, named)
 	assert.NoError(t, err)
 	forbidden := map[string]error{}
+	_, forbidden["list every ConfigMap"] = c.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{})
+	_, forbidden["list the ConfigMaps of the parameter namespace"] = c.CoreV1().ConfigMaps(informersParams).List(ctx, metav1.ListOptions{})
+	_, forbidden["list the named ConfigMap in every namespace"] = c.CoreV1().ConfigMaps("").List(ctx, named)
 	_, forbidden["list secrets"] = c.CoreV1().Secrets("").List(ctx, metav1.ListOptions{})
 	_, forbidden["list pods"] = c.CoreV1().Pods(informersNamespace).List(ctx, metav1.ListOptions{})
 	_, forbidden["list deployments"] = c.AppsV1().Deployments("").List(ctx, metav1.ListOptions{})
@@ -499,30 +570,43 @@ func eventuallyWithin(t *testing.T, d time.Duration, what string, cond func() bo
 
 // tcpProxy forwards 127.0.0.1 connections to the API server until cut,
 // which closes the listener and every connection: the API server vanishes
-// for whoever connects through it.
+// for whoever connects through it, as when it restarts, until restore.
 type tcpProxy struct {
-	url   string
-	l     net.Listener
-	mu    sync.Mutex
-	conns []net.Conn
+	url, target string
+	mu          sync.Mutex
+	l           net.Listener
+	conns       []net.Conn
 }
 
 func startProxy(t *testing.T, server string) *tcpProxy {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	target := server[len("https://"):]
-	p := &tcpProxy{url: "https://" + l.Addr().String(), l: l}
+	p := &tcpProxy{url: "https://" + l.Addr().String(), target: server[len("https://"):]}
+	p.serve(l)
+	t.Cleanup(p.cut)
+	return p
+}
+
+func (p *tcpProxy) serve(l net.Listener) {
+	p.mu.Lock()
+	p.l = l
+	p.mu.Unlock()
 	go func() {
 		for {
 			c, err := l.Accept()
 			if err != nil {
 				return
 			}
-			go p.forward(c, target)
+			go p.forward(c, p.target)
 		}
 	}()
-	t.Cleanup(p.cut)
-	return p
+}
+
+// restore listens again on the address cut closed.
+func (p *tcpProxy) restore(t *testing.T) {
+	l, err := net.Listen("tcp", p.url[len("https://"):])
+	require.NoError(t, err)
+	p.serve(l)
 }
 
 func (p *tcpProxy) forward(c net.Conn, target string) {
@@ -540,9 +624,9 @@ func (p *tcpProxy) forward(c net.Conn, target string) {
 }
 
 func (p *tcpProxy) cut() {
-	p.l.Close()
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.l.Close()
 	for _, c := range p.conns {
 		c.Close()
 	}

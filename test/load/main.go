@@ -19,7 +19,6 @@
 package main
 
 import (
-	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -113,6 +112,12 @@ type config struct {
 	// frees before a review's deadline) and judges latency by maxP99 instead.
 	overload bool
 	maxP99   time.Duration
+	maxRSS   int
+	// every is how often the timeline is printed (0: never); metrics is
+	// the server's /metrics URL, read for its goroutines; tls reaches it.
+	every   time.Duration
+	metrics string
+	tls     *tls.Config
 }
 
 func runLoad(args []string) error {
@@ -127,7 +132,10 @@ func runLoad(args []string) error {
 	fs.IntVar(&c.conns, "conns", 16, "keep-alive connections")
 	fs.IntVar(&c.pid, "pid", 0, "server process to sample resident memory of")
 	fs.BoolVar(&c.overload, "overload", false, "above capacity: count answers by status, fail only on transport errors or a p99 above -max-p99")
-	fs.DurationVar(&c.maxP99, "max-p99", 0, "with -overload, the p99 the server must keep (its answers come by the review's deadline)")
+	fs.DurationVar(&c.maxP99, "max-p99", 0, "with -overload, the p99 the server must keep from a review written to its answer (its answers come by the review's deadline)")
+	fs.IntVar(&c.maxRSS, "max-rss", 0, "with -overload, the RSS (MiB) the server must stay under (0: no bound)")
+	fs.DurationVar(&c.every, "every", 0, "print RSS, goroutines and goodput every interval (0: never)")
+	fs.StringVar(&c.metrics, "metrics", "", "the server's /metrics URL, for its goroutines in the timeline")
 	_ = fs.Parse(args)
 	if c.rate <= 0 || c.rate > 20000 || c.duration <= 0 || c.duration > 120*time.Second {
 		return errors.New("-rate must be 1..20000 and -duration at most 120s")
@@ -147,14 +155,17 @@ func runLoad(args []string) error {
 	if err != nil {
 		return err
 	}
+	c.tls = client.Transport.(*http.Transport).TLSClientConfig
 	warm(client, c.url, body, c.conns)
 	rssStart := rss(c.pid)
 	r := fire(client, c, body)
 	r.rssStart, r.rssEnd = rssStart, rss(c.pid)
 	fmt.Println(r.String(c))
 	if c.overload {
-		if r.errors > 0 || (c.maxP99 > 0 && r.percentile(99) > c.maxP99) {
-			fmt.Printf("overload: FAIL: %d transport errors, p99 %v (bound %v)\n", r.errors, r.percentile(99), c.maxP99)
+		summary, failures := r.overloadSummary(c)
+		fmt.Println(summary)
+		if len(failures) > 0 {
+			fmt.Printf("overload: FAIL: %s\n", strings.Join(failures, "; "))
 			os.Exit(1)
 		}
 		return nil
@@ -187,8 +198,11 @@ type result struct {
 	sent, ok, non2xx, errors int
 	byStatus                 map[int]int
 	latencies                []time.Duration
-	elapsed                  time.Duration
-	rssStart, rssEnd         int
+	// serverLatencies run from a review written to its answer.
+	serverLatencies  []time.Duration
+	errorKinds       map[string]int
+	elapsed          time.Duration
+	rssStart, rssEnd int
 	// rssSamples is the server's RSS (KiB) once a second during the run.
 	rssSamples []int
 }
@@ -199,9 +213,10 @@ func fire(client *http.Client, c config, body []byte) *result {
 	total := int(c.duration.Seconds() * float64(c.rate))
 	interval := time.Second / time.Duration(c.rate)
 	jobs := make(chan time.Time, total)
-	r := &result{latencies: make([]time.Duration, 0, total), byStatus: map[int]int{}}
+	r := &result{latencies: make([]time.Duration, 0, total), byStatus: map[int]int{}, errorKinds: map[string]int{}}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	var win window
 	// Enough senders for the rate: a slow server must not slow the sending
 	// down (open loop). Above capacity, a second's worth of reviews may be
 	// in flight at once, as an API server's many callers would have them.
@@ -217,21 +232,25 @@ func fire(client *http.Client, c config, body []byte) *result {
 				if d := time.Until(scheduled); d > 0 {
 					time.Sleep(d)
 				}
-				resp, err := client.Post(c.url, "application/json", bytes.NewReader(body))
-				var code int
-				if err == nil {
-					_, _ = io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					code = resp.StatusCode
-				}
-				lat := time.Since(scheduled)
+				o := send(client, c.url, body)
+				code, err := o.code, o.err
+				lat := o.end.Sub(scheduled)
+				win.add(code, err)
 				mu.Lock()
 				if err == nil {
 					r.byStatus[code]++
 				}
+				if !o.wrote.IsZero() && err == nil {
+					r.serverLatencies = append(r.serverLatencies, o.end.Sub(o.wrote))
+				}
 				switch {
 				case err != nil:
 					r.errors++
+					kind := o.errorKind()
+					if r.errorKinds[kind] == 0 {
+						fmt.Fprintf(os.Stderr, "%s: first %s error: %v\n", c.name, kind, err)
+					}
+					r.errorKinds[kind]++
 				case code/100 != 2:
 					r.non2xx++
 				default:
@@ -245,20 +264,7 @@ func fire(client *http.Client, c config, body []byte) *result {
 	start := time.Now()
 	stopSampling := make(chan struct{})
 	sampled := make(chan []int)
-	go func() {
-		var samples []int
-		tick := time.NewTicker(time.Second)
-		defer tick.Stop()
-		for {
-			select {
-			case <-tick.C:
-				samples = append(samples, rss(c.pid))
-			case <-stopSampling:
-				sampled <- samples
-				return
-			}
-		}
-	}()
+	go func() { sampled <- timeline(c, &win, stopSampling) }()
 	for i := 0; i < total; i++ {
 		jobs <- start.Add(time.Duration(i) * interval)
 	}
@@ -271,14 +277,17 @@ func fire(client *http.Client, c config, body []byte) *result {
 	return r
 }
 
-func (r *result) percentile(p float64) time.Duration {
-	if len(r.latencies) == 0 {
+func (r *result) percentile(p float64) time.Duration { return percentileOf(r.latencies, p) }
+
+// percentileOf sorts ds and returns its p-th percentile (0 when empty).
+func percentileOf(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
 		return 0
 	}
-	sort.Slice(r.latencies, func(i, j int) bool { return r.latencies[i] < r.latencies[j] })
-	idx := int(p/100*float64(len(r.latencies))+0.5) - 1
-	idx = max(0, min(idx, len(r.latencies)-1))
-	return r.latencies[idx]
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	idx := int(p/100*float64(len(ds))+0.5) - 1
+	idx = max(0, min(idx, len(ds)-1))
+	return ds[idx]
 }
 
 func (r *result) String(c config) string {

@@ -3,8 +3,11 @@
 # HTTPS echo handler (the baseline), same machine, same run.
 #   MODE=ramp     test/load/run.sh   # highest sustained rate (p99 <= 10 ms, 0 errors), p50/p99 at 1,000/s and 2,000/s, as ratios
 #   MODE=fixed    RATE=2000 DURATION=10s test/load/run.sh
-#   MODE=overload RATE=8000 DURATION=20s test/load/run.sh   # above capacity: bounded latency, flat memory
+#   MODE=overload RATE=10000 DURATION=120s test/load/run.sh # 5x capacity: bounded latency, flat memory (RSS, goroutines, goodput every 10 s)
 #   MODE=soak     RATE=500 test/load/run.sh   # 60 s, the full and the serve-only binary: size, RSS at rest and after
+# overload fails when the server answers slower than TIMEOUT, leaves a review it read unanswered, or its RSS
+# passes MAX_RSS MiB (256: the webhook backend's memory limit).
+# SERVE_FLAGS are added to admitc serve's arguments (SERVE_FLAGS="--max-concurrent-streams 32").
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 MODE=${MODE:-ramp}; RATE=${RATE:-2000}; DURATION=${DURATION:-10s}; CONNS=${CONNS:-16}
@@ -23,7 +26,7 @@ review=examples/reviews/review-pod.json
 serve() {
   GODEBUG=${SERVE_GODEBUG:-} \
   "$1" serve --policies examples/policies/policies.json --cert "$work/tls/tls.crt" --key "$work/tls/tls.key" \
-    --host 127.0.0.1 --port "$2" 2>>"$work/serve.log" & pids+=($!); served_pid=$!
+    --host 127.0.0.1 --port "$2" ${SERVE_FLAGS:-} 2>>"$work/serve.log" & pids+=($!); served_pid=$!
   healthy "$2"
 }
 healthy() { for _ in $(seq 100); do curl -sk "https://127.0.0.1:$1/healthz" >/dev/null 2>&1 && return 0; sleep 0.1; done; echo "server on $1 did not start" >&2; cat "$work/serve.log" >&2; return 1; }
@@ -54,12 +57,15 @@ overload)
   "$work/load" echo -addr 127.0.0.1:19443 -cert "$work/tls/tls.crt" -key "$work/tls/tls.key" & pids+=($!); echo_pid=$!
   healthy 19443
   "$work/load" run -name baseline -overload -url "https://127.0.0.1:19443/validate?timeout=${TIMEOUT:-2s}" -ca "$work/tls/ca.crt" -review $review \
-    -rate "${RATE}" -duration "$DURATION" -conns "${CONNS}" -pid "$echo_pid" || true
+    -rate "${RATE}" -duration "${BASELINE_DURATION:-20s}" -conns "${CONNS}" -pid "$echo_pid" -every 10s || true
   kill "$echo_pid"
   serve "$work/admitc-serve" 18443
   echo "rss at rest: $(rss_mib "$served_pid") MiB"
   "$work/load" run -name overload -overload -url "https://127.0.0.1:18443/validate?timeout=${TIMEOUT:-2s}" -ca "$work/tls/ca.crt" -review $review \
-    -rate "${RATE}" -duration "$DURATION" -conns "${CONNS}" -pid "$served_pid" -max-p99 "${TIMEOUT:-2s}" || status=1 ;;
+    -rate "${RATE}" -duration "$DURATION" -conns "${CONNS}" -pid "$served_pid" -max-p99 "${TIMEOUT:-2s}" \
+    -every 10s -metrics https://127.0.0.1:18443/metrics -max-rss "${MAX_RSS:-256}" || status=1
+  # What the webhook shed and refused, once the load has stopped.
+  curl -s --cacert "$work/tls/ca.crt" https://127.0.0.1:18443/metrics | grep -E '^admitc_(connections|http2)' || true ;;
 soak)
   printf '%-12s %8s %14s %16s %14s\n' binary size "RSS at rest" "RSS after soak" "reviews"
   for bin in admitc admitc-serve; do
