@@ -270,3 +270,62 @@ var KyvernoRequestTypeName = kyvernocompiler.RequestType.CelType().TypeName()
 
 // ExceptionsTypeName is the CEL type name of Kyverno's "exceptions".
 const ExceptionsTypeName = "libs.Exception"
+
+// ResourceRead is one call of Kyverno's resource library in a policy:
+// what it reads, when its arguments are constant strings.
+type ResourceRead struct {
+	// Verb is "get" or "list" ("create" for resource.Post).
+	Verb string
+	// APIVersion, Resource and Namespace are the call's arguments; Known
+	// is false when one of them is not a constant string (or, for a
+	// namespaced policy, the namespace is the policy's).
+	APIVersion, Resource, Namespace string
+	Known                           bool
+	Origin                          ir.Origin
+}
+
+// ResourceReads lists the calls of Kyverno's resource library in p.
+func ResourceReads(p *ir.Policy) []ResourceRead {
+	if p.CEL != ir.CELKyverno {
+		return nil
+	}
+	verbs := map[string]string{"Get": "get", "get": "get", "List": "list", "list": "list", "Post": "create", "post": "create"}
+	var out []ResourceRead
+	for _, e := range CheckedExprs(p) {
+		if e.AST == nil {
+			continue
+		}
+		a := e.AST.NativeRep()
+		for _, n := range celast.MatchDescendants(celast.NavigateAST(a), celast.KindMatcher(celast.CallKind)) {
+			call := n.AsCall()
+			verb, ok := verbs[call.FunctionName()]
+			if !ok || !call.IsMemberFunction() || a.GetType(call.Target().ID()).TypeName() != resource.ContextType.TypeName() {
+				continue
+			}
+			r := ResourceRead{Verb: verb, Origin: e.Origin, Known: true}
+			args := call.Args()
+			strs := make([]string, len(args))
+			for i, arg := range args {
+				if arg.Kind() != celast.LiteralKind {
+					r.Known = false
+					continue
+				}
+				if s, ok := arg.AsLiteral().(types.String); ok {
+					strs[i] = string(s)
+				} else {
+					r.Known = false
+				}
+			}
+			if len(strs) >= 2 {
+				r.APIVersion, r.Resource = strs[0], strs[1]
+			}
+			if len(strs) >= 3 && p.CELNamespace == "" {
+				r.Namespace = strs[2]
+			} else if p.CELNamespace != "" {
+				r.Namespace = p.CELNamespace
+			}
+			out = append(out, r)
+		}
+	}
+	return out
+}

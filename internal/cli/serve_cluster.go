@@ -128,15 +128,21 @@ func swapWatching(ctx context.Context, srv *server.Server, engine *runtime.Engin
 // ValidatingPolicy fails (denies) on an evaluation error, so serving them
 // would block every request they match.
 func unservedLibraries(set *ir.PolicySet, state runtime.ClusterState) error {
-	if src, ok := state.(runtime.KyvernoContextSource); ok && src.KyvernoContext() != nil {
-		return nil
-	}
+	src, ok := state.(runtime.KyvernoContextSource)
+	reads := ok && src.KyvernoContext() != nil
 	for i := range set.Policies {
 		p := &set.Policies[i]
 		for _, u := range celenv.LibraryUses(p) {
-			if u.Library == celenv.LibraryResource || u.Library == celenv.LibraryGlobalContext {
-				return fmt.Errorf("%s:%d:%d: %s: policy %q calls Kyverno's %s library, which reads the cluster; admitc serve does not serve it here (every call would fail and deny): evaluate it with admitc verify and a Kyverno test's clusterResources, or leave it to Kyverno", u.Origin.File, u.Origin.Line, u.Origin.Column, u.Origin.Path, p.Name, u.Library)
+			var why string
+			switch {
+			case u.Library == celenv.LibraryGlobalContext:
+				why = "which reads Kyverno's GlobalContextEntry caches; admitc serve has none (every entry would be missing)"
+			case u.Library == celenv.LibraryResource && !reads:
+				why = "which reads the cluster; admitc serve reads it only from the API server (--kubeconfig, or in a cluster): without one every call would fail and deny"
+			default:
+				continue
 			}
+			return fmt.Errorf("%s:%d:%d: %s: policy %q calls Kyverno's %s library, %s; evaluate it with admitc verify and a Kyverno test, or leave it to Kyverno", u.Origin.File, u.Origin.Line, u.Origin.Column, u.Origin.Path, p.Name, u.Library, why)
 		}
 	}
 	return nil

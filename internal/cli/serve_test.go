@@ -348,5 +348,5 @@ func TestServeRefusesClusterLibrariesItCannotServe(t *testing.T) {
 	policy := "../../examples/kyverno/vpol-cluster-lookups/policy.yaml"
 	_, stderr, code := run(t, "serve", "--policies", policy, "--cert", filepath.Join(tlsDir, "tls.crt"), "--key", filepath.Join(tlsDir, "tls.key"), "--port", "0")
 	assert.Equal(t, ExitUsage, code)
-	assert.Contains(t, stderr, `policy.yaml:26:17: spec.variables[1].expression: policy "vpol-unique-ingress-host" calls Kyverno's resource library, which reads the cluster; admitc serve does not serve it here`)
+	assert.Contains(t, stderr, `policy.yaml:26:17: spec.variables[1].expression: policy "vpol-unique-ingress-host" calls Kyverno's resource library, which reads the cluster; admitc serve reads it only from the API server (--kubeconfig, or in a cluster)`)
 }

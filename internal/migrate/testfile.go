@@ -313,11 +313,14 @@ func resourceName(namespace, name string, qualify map[string]bool) string {
 }
 
 // copyTestFiles copies the files the test names (resources, values,
-// userinfo, parameter objects, patched resources) to the same relative
-// place beside the migrated test.
+// userinfo, parameter objects, patched resources, the context file, the
+// cluster resources and global context entries' resource files) to the
+// same relative place beside the migrated test.
 func copyTestFiles(tp, outDir string, t *verify.KyvernoTestFile) ([]File, error) {
 	names := append(append([]string{}, t.Resources...), t.ParamResources...)
-	names = append(names, t.Variables, t.UserInfo)
+	names = append(names, t.Variables, t.UserInfo, t.Context)
+	names = append(names, t.ClusterResources...)
+	names = append(names, globalContextFiles(t.GlobalContextEntries)...)
 	for _, r := range t.Results {
 		names = append(names, r.PatchedResources)
 	}
@@ -338,6 +341,21 @@ func copyTestFiles(tp, outDir string, t *verify.KyvernoTestFile) ([]File, error)
 		out = append(out, File{Path: outDir + "/" + filepath.ToSlash(filepath.Clean(n)), Data: data})
 	}
 	return out, nil
+}
+
+// globalContextFiles are the resourceFiles global context entries name.
+func globalContextFiles(entries []any) []string {
+	var out []string
+	for _, e := range entries {
+		m, _ := e.(map[string]any)
+		files, _ := m["resourceFiles"].([]any)
+		for _, f := range files {
+			if s, ok := f.(string); ok {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
 }
 
 // testYAML renders a test without the empty metadata fields its Go type
