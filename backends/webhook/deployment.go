@@ -4,6 +4,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -24,14 +25,14 @@ const Replicas = 2
 // non-root, read-only container that reads namespaces and the parameter
 // objects of sources from its API server. The serving certificate is the
 // Secret NAME-tls and the policies the ConfigMap NAME-policies.
-func deploymentObjects(w backends.WebhookOptions, sources []ir.ParamSource) []runtime.Object {
+func deploymentObjects(w backends.WebhookOptions, sources []ir.ParamSource, reads map[string][]rbacv1.PolicyRule) []runtime.Object {
 	labels := map[string]string{"app.kubernetes.io/name": w.Name, backends.ManagedByLabel: backends.ManagedByValue}
 	selector := map[string]string{"app.kubernetes.io/name": w.Name}
 	meta := func(name string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: name, Namespace: w.ServiceNamespace, Labels: labels}
 	}
 	minAvailable := intstr.FromInt32(1)
-	return append(rbacObjects(w, sources, labels),
+	return append(rbacObjects(w, sources, reads, labels),
 		&corev1.Service{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 			ObjectMeta: meta(w.Service),

@@ -29,11 +29,21 @@ var paramVerbs = []string{"list", "watch"}
 // namespace, so any: objects of that name only, or all of the resource
 // when the paramRef selects by label; or a cluster-scoped kind), and, in
 // every namespace a paramRef names, a Role and its RoleBinding for the
-// objects it names or selects there. All are named after the webhook.
-func rbacObjects(w backends.WebhookOptions, sources []ir.ParamSource, labels map[string]string) []runtime.Object {
+// objects it names or selects there. Reads through Kyverno's resource
+// library (reads, by namespace) are granted get and list alike: in the
+// ClusterRole without a namespace, in a Role in the namespace they name.
+// All are named after the webhook.
+func rbacObjects(w backends.WebhookOptions, sources []ir.ParamSource, reads map[string][]rbacv1.PolicyRule, labels map[string]string) []runtime.Object {
 	byNamespace := map[string][]ir.ParamSource{}
 	for _, src := range sources {
 		byNamespace[src.Namespace] = append(byNamespace[src.Namespace], src)
+	}
+	namespaces := map[string]bool{}
+	for ns := range byNamespace {
+		namespaces[ns] = true
+	}
+	for ns := range reads {
+		namespaces[ns] = true
 	}
 	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: w.Name, Namespace: w.ServiceNamespace}}
 	objs := []runtime.Object{
@@ -45,7 +55,7 @@ func rbacObjects(w backends.WebhookOptions, sources []ir.ParamSource, labels map
 		&rbacv1.ClusterRole{
 			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
 			ObjectMeta: metav1.ObjectMeta{Name: w.Name, Labels: labels},
-			Rules:      append([]rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: namespaceVerbs}}, paramRules(byNamespace[""])...),
+			Rules:      append([]rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: namespaceVerbs}}, append(paramRules(byNamespace[""]), reads[""]...)...),
 		},
 		&rbacv1.ClusterRoleBinding{
 			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
@@ -54,13 +64,13 @@ func rbacObjects(w backends.WebhookOptions, sources []ir.ParamSource, labels map
 			Subjects:   subjects,
 		},
 	}
-	for _, ns := range sortedKeys(byNamespace) {
+	for _, ns := range sortedKeys(namespaces) {
 		if ns == "" {
 			continue
 		}
 		meta := metav1.ObjectMeta{Name: w.Name, Namespace: ns, Labels: labels}
 		objs = append(objs,
-			&rbacv1.Role{TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"}, ObjectMeta: meta, Rules: paramRules(byNamespace[ns])},
+			&rbacv1.Role{TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"}, ObjectMeta: meta, Rules: append(paramRules(byNamespace[ns]), reads[ns]...)},
 			&rbacv1.RoleBinding{TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"}, ObjectMeta: meta,
 				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: w.Name}, Subjects: subjects})
 	}
@@ -95,12 +105,7 @@ func paramRules(sources []ir.ParamSource) []rbacv1.PolicyRule {
 	for ref := range names {
 		refs = append(refs, ref)
 	}
-	sort.Slice(refs, func(i, j int) bool {
-		if refs[i].group != refs[j].group {
-			return refs[i].group < refs[j].group
-		}
-		return refs[i].resource < refs[j].resource
-	})
+	sortRefs(refs)
 	rules := make([]rbacv1.PolicyRule, 0, len(refs))
 	for _, ref := range refs {
 		var resourceNames []string

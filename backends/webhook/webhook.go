@@ -47,8 +47,13 @@ var _ backends.Backend = Backend{}
 // Name implements backends.Backend.
 func (Backend) Name() string { return "webhook" }
 
-// Rejects implements backends.Backend: the webhook runs every policy.
+// Rejects implements backends.Backend: the webhook runs every policy but
+// those whose reads of the cluster through Kyverno's libraries its
+// Deployment could not serve (libraryRefusal).
 func (Backend) Rejects(p *ir.Policy) string {
+	if why := libraryRefusal(p); why != "" {
+		return why
+	}
 	if !p.Imported() {
 		return ""
 	}
@@ -74,7 +79,7 @@ func (Backend) Generate(set *ir.PolicySet, opts backends.Options) (backends.Outp
 		out.Objects = append(out.Objects, mutatingConfiguration(ms, opts))
 	}
 	if w.Deployment && w.URL == "" {
-		out.Objects = append(out.Objects, deploymentObjects(w, set.ParamSources())...)
+		out.Objects = append(out.Objects, deploymentObjects(w, set.ParamSources(), libraryRules(set))...)
 	}
 	return out, nil
 }

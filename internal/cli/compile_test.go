@@ -102,3 +102,20 @@ func TestCompileRefusesKyvernoLibrariesForTheAPIServer(t *testing.T) {
 	assert.Contains(t, out, "(type(c.volumeMounts) == type(optional.none()) ? (c.volumeMounts).orValue([]) : (c.volumeMounts))")
 	assert.Contains(t, out, "failurePolicy: Fail\n", "a validation error fails a ValidatingPolicy whatever its failurePolicy")
 }
+
+// TestWebhookGrantsWhatKyvernoLibrariesRead: the emitted Deployment's
+// service account may read what a ValidatingPolicy reads through Kyverno's
+// resource library (a list across namespaces: the ClusterRole), and a
+// policy the Deployment could not serve (globalContext) is refused with
+// where and why.
+func TestWebhookGrantsWhatKyvernoLibrariesRead(t *testing.T) {
+	out, stderr, code := run(t, "compile", "--backend", "webhook", "--namespace", "shop", "--ca-bundle", "../../golden/testdata/ca.crt",
+		"--policies", "../../examples/kyverno/vpol-cluster-lookups/policy.yaml")
+	require.Equal(t, ExitOK, code, stderr)
+	assert.Contains(t, out, "kind: ClusterRole\nmetadata:\n  labels:\n    app.kubernetes.io/managed-by: admitc\n    app.kubernetes.io/name: admitc\n  name: admitc\nrules:\n- apiGroups:\n  - \"\"\n  resources:\n  - namespaces\n  verbs:\n  - get\n  - list\n  - watch\n- apiGroups:\n  - networking.k8s.io\n  resources:\n  - ingresses\n  verbs:\n  - list\n---\n")
+
+	policy := "../../examples/kyverno/vpol-tenant-replica-limits/policy.yaml"
+	_, stderr, code = run(t, "compile", "--backend", "webhook", "--namespace", "shop", "--ca-bundle", "../../golden/testdata/ca.crt", "--policies", policy)
+	assert.Equal(t, ExitUsage, code)
+	assert.Contains(t, stderr, "webhook: policy.yaml:27:17: spec.variables[1].expression: it reads Kyverno's globalContext, whose GlobalContextEntry caches admitc serve does not keep")
+}

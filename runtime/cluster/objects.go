@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -31,11 +32,13 @@ func (l liveObjects) GetResource(apiVersion, resource, namespace, name string) (
 	}
 	ctx, cancel := context.WithTimeout(l.s.baseContext(), l.s.cfg.LookupTimeout)
 	defer cancel()
-	client := l.s.cfg.Dynamic.Resource(gv.WithResource(resource))
+	// "pods/status": Kyverno reads the subresource.
+	parts := strings.Split(resource, "/")
+	client := l.s.cfg.Dynamic.Resource(gv.WithResource(parts[0]))
 	if namespace != "" {
-		return client.Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+		return client.Namespace(namespace).Get(ctx, name, metav1.GetOptions{}, parts[1:]...)
 	}
-	return client.Get(ctx, name, metav1.GetOptions{})
+	return client.Get(ctx, name, metav1.GetOptions{}, parts[1:]...)
 }
 
 // ListResources implements runtime.KyvernoLibraryContext.
