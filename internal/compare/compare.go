@@ -159,13 +159,39 @@ func sharesMessage(want, got []string) bool {
 		if i := strings.Index(w, "] "); strings.HasPrefix(w, "[") && i > 0 {
 			w = w[i+2:]
 		}
+		w = podSecurityChecksSorted(w)
 		for _, g := range got {
-			if strings.Contains(g, w) {
+			if strings.Contains(podSecurityChecksSorted(g), w) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// podSecurityChecksSorted is m with the failing checks of a Kyverno
+// podSecurity message ("It violates PodSecurity "L:V": (Forbidden
+// reason: ...)(Forbidden reason: ...)") in sorted order: Kyverno lists
+// them in Go's map order when the rule excludes controls
+// (pss.exemptExclusions), so any order is Kyverno's.
+func podSecurityChecksSorted(m string) string {
+	const lead, sep = "It violates PodSecurity \"", ")(Forbidden reason: "
+	i := strings.Index(m, lead)
+	if i < 0 {
+		return m
+	}
+	j := strings.Index(m[i+len(lead):], "\": (Forbidden reason: ")
+	if j < 0 {
+		return m
+	}
+	start := i + len(lead) + j + len("\": (Forbidden reason: ")
+	end := strings.LastIndex(m, "])")
+	if end < start {
+		return m
+	}
+	checks := strings.Split(m[start:end+1], sep)
+	sort.Strings(checks)
+	return m[:start] + strings.Join(checks, sep) + m[end+1:]
 }
 
 func sameObject(a, b *unstructured.Unstructured) bool {

@@ -72,7 +72,7 @@ func TestWholeRulesAgreeWithKyvernosEngine(t *testing.T) {
 	}
 	t.Log(st.summary())
 	assert.GreaterOrEqual(t, st.policies, 30)
-	assert.GreaterOrEqual(t, st.variants, 50*st.resources)
+	assert.GreaterOrEqual(t, st.variants, cfg.count*5/6*st.resources, "most resources have DIFF_VARIANTS variants")
 	assert.Zero(t, st.disagreements)
 }
 

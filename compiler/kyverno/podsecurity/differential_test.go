@@ -99,7 +99,7 @@ func TestChecksAgreeWithTheForksChecks(t *testing.T) {
 			if v.Records == nil {
 				continue // seccompProfile_baseline 1.0 reads annotations no claimed version selects
 			}
-			eval := program(t, []Variable{{"kpsPod", DefaultView(specOf, metaOf)}}, "["+v.Records("variables.kpsPod")+"].map(d, "+segment(c, "d", "d")+")[0]")
+			eval := program(t, []Variable{{"kpsPod", DefaultView(specOf, metaOf)}}, "["+v.Records("variables.kpsPod")+"].map(d, "+segment(c, "d", "d", "'spec'")+")[0]")
 			for _, p := range pods {
 				typed, ok := decodePod(p.Object)
 				if !ok {
@@ -148,6 +148,8 @@ func printed(res policy.CheckResult) string {
 	fmt.Fprintf(&b, "(Forbidden reason: %s, field error list: [", res.ForbiddenReason)
 	if res.ErrList != nil {
 		for i, err := range *res.ErrList {
+			// Kyverno's convertChecks, for a Pod.
+			err.Field = strings.ReplaceAll(err.Field, "metadata", "spec.template.metadata")
 			exist := true
 			if s, ok := err.BadValue.(string); ok && s == "" {
 				exist = false

@@ -50,7 +50,7 @@ func Translate(ps *kyvernov1.PodSecurity, root, prefix string) (Translation, err
 	minor, _ := ParseVersion(ps.Version)
 	spec, meta := Pod(root)
 	ref := func(name string) string { return "variables." + prefix + name }
-	t := Translation{Variables: []Variable{{prefix + "Spec", spec}, {prefix + "Meta", meta}, {prefix + "Pod", DefaultView(ref("Spec"), ref("Meta"))}}, Result: "variables." + prefix}
+	t := Translation{Variables: []Variable{{prefix + "Spec", spec}, {prefix + "Meta", meta}, {prefix + "Pod", DefaultView(ref("Spec"), ref("Meta"))}, {prefix + "Where", SpecPath(root)}}, Result: "variables." + prefix}
 	pod := ref("Pod")
 	var excludes []exclusion
 	for i, x := range ps.Exclude {
@@ -64,20 +64,27 @@ func Translate(ps *kyvernov1.PodSecurity, root, prefix string) (Translation, err
 	}
 	var segments []string
 	for _, c := range Evaluated(string(ps.Level)) {
-		t.Variables = append(t.Variables, Variable{prefix + "_" + c.ID, checkSegment(c, c.Selected(minor), pod, coveringExcludes(c.ID, excludes))})
+		t.Variables = append(t.Variables, Variable{prefix + "_" + c.ID, checkSegment(c, c.Selected(minor), pod, ref("Where"), coveringExcludes(c.ID, excludes))})
 		segments = append(segments, ref("_"+c.ID))
 	}
 	t.Variables = append(t.Variables, Variable{prefix, "[" + strings.Join(segments, ", ") + "].filter(s, s != '')"})
 	return t, nil
 }
 
+// SpecPath is the CEL string Kyverno's convertChecks writes for "spec"
+// in every field of the message, by the kind at root: the pod spec's path
+// in a controller or a CronJob, "spec" in a Pod.
+func SpecPath(root string) string {
+	return root + ".kind in [" + strings.Join(quoteAll(Controllers), ", ") + "] ? 'spec.template.spec' : " + root + ".kind == 'CronJob' ? 'spec.jobTemplate.spec.template.spec' : 'spec'"
+}
+
 // checkSegment is the CEL string of check c (at version v) on the pod
 // view pod after the covering exclusions: Kyverno's FormatChecksPrint of
-// the check, or ” when it passes.
-func checkSegment(c Check, v Version, pod string, covering []exclusion) string {
+// the check, or ” when it passes. where is SpecPath's value.
+func checkSegment(c Check, v Version, pod, where string, covering []exclusion) string {
 	recs := v.Records(pod)
 	if len(covering) == 0 {
-		return "[" + recs + "].map(d, " + segment(c, "d", "d") + ")[0]"
+		return "[" + recs + "].map(d, " + segment(c, "d", "d", where) + ")[0]"
 	}
 	key := byField
 	for _, x := range covering {
@@ -90,14 +97,19 @@ func checkSegment(c Check, v Version, pod string, covering []exclusion) string {
 		quals = append(quals, x.qualifying(v.Records(x.view), key))
 	}
 	remaining := "d.transformList(i, r, size(d.slice(0, i).filter(s, " + key("s") + " == " + key("r") + ")) < size(qs.filter(e, e == " + key("r") + ")) ? [] : [r]).flatten()"
-	return "[" + recs + "].map(d, [" + strings.Join(quals, " + ") + "].map(qs, [" + remaining + "].map(rest, " + segment(c, "d", "rest") + ")[0])[0])[0]"
+	return "[" + recs + "].map(d, [" + strings.Join(quals, " + ") + "].map(qs, [" + remaining + "].map(rest, " + segment(c, "d", "rest", where) + ")[0])[0])[0]"
 }
 
 // segment is a check's part of the message, or ” when rest (its
 // remaining records) is empty; the reason is the check's, from all its
-// records (all).
-func segment(c Check, all, rest string) string {
-	return "size(" + rest + ") == 0 ? '' : '(Forbidden reason: ' + " + c.reason(all) + " + ', field error list: [' + " + rest + ".filter(e, e[0] != '').map(e, e[3]).join(', ') + '])'"
+// records (all). Each printed error starts with its field, which is
+// written as Kyverno's convertChecks rewrites it after the checks ran:
+// every "spec" replaced by where, then every "metadata" by
+// "spec.template.metadata", whatever the kind (strings.ReplaceAll, as
+// CEL's replace does).
+func segment(c Check, all, rest, where string) string {
+	shown := "e[0].replace('spec', " + where + ").replace('metadata', 'spec.template.metadata') + e[3].substring(size(e[0]))"
+	return "size(" + rest + ") == 0 ? '' : '(Forbidden reason: ' + " + c.reason(all) + " + ', field error list: [' + " + rest + ".filter(e, e[0] != '').map(e, " + shown + ").join(', ') + '])'"
 }
 
 // exclusion is one exclude and the CEL view of its pod.
