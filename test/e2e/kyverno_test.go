@@ -32,6 +32,12 @@ type kyvernoOffline struct {
 // original policy: verdict, message and mutation. Namespaces are created
 // as the resources name them, and admitc test reads the labels the API
 // server gave them.
+//
+// Each fixture is also decided on a few type variants of its resources
+// (typeVariants: a map, a list, a string, a number or null where the
+// policy compares a value): kube-apiserver 1.37 evaluates a built-in
+// object as typed values, on which a comparison with a value of another
+// kind can raise an error where admitc's 1.36 library answers false.
 func TestKyvernoPoliciesAsVAPs(t *testing.T) {
 	policies, err := filepath.Glob(repo + "examples/kyverno/*/policy.yaml")
 	require.NoError(t, err)
@@ -41,7 +47,8 @@ func TestKyvernoPoliciesAsVAPs(t *testing.T) {
 	require.NoError(t, err)
 	policies = append(append(policies, patterns...), mutates...)
 	require.NotEmpty(t, policies)
-	compared := 0
+	var base, typed tally
+	fixtures := 0
 	for _, abs := range policies {
 		policy := strings.TrimPrefix(abs, repo)
 		dir := filepath.Dir(policy)
@@ -49,22 +56,73 @@ func TestKyvernoPoliciesAsVAPs(t *testing.T) {
 		if _, err := os.Stat(repo + resources); err != nil {
 			continue
 		}
+		fixtures++
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			stream, stderr, code := admitc(t, "compile", "--backend", "vap,map", "--policies", policy)
 			require.Equal(t, 0, code, stderr)
-			compared += decideAsAdmitcTest(t, stream, policy, resources)
+			vs, refused := typeVariants(t, policy, resources)
+			typed.refused += refused
+			b, v := decideAsAdmitcTest(t, stream, policy, resources, vs...)
+			base.add(b)
+			typed.add(v)
 		})
 	}
-	t.Logf("%d resources of %d Kyverno fixtures checked (those the API server refused outside admission are logged above)", compared, len(policies))
+	t.Logf("%d resources of %d Kyverno fixtures checked (those the API server refused outside admission are logged above), %d disagreements", base.compared, fixtures, base.disagreed)
+	t.Logf("type variants: %d compared, %d refused outside admission (logged above), %d disagreements", typed.compared, typed.refused, typed.disagreed)
+}
+
+// tally counts the objects decided on the API server and how many of them
+// it decided otherwise than admitc test.
+type tally struct{ compared, disagreed, refused int }
+
+func (t *tally) add(o tally) {
+	t.compared, t.disagreed, t.refused = t.compared+o.compared, t.disagreed+o.disagreed, t.refused+o.refused
 }
 
 // decideAsAdmitcTest applies a VAP/MAP stream to the API server and checks
-// that every object of resources is decided as `admitc test --policies
-// policy` decides it: verdict, message and mutation. It returns how many
-// objects it checked.
-func decideAsAdmitcTest(t *testing.T, stream, policy, resources string) int {
+// that every object of resources, and of each of more (files of other
+// objects, such as variants), is decided as `admitc test --policies
+// policy` decides it: verdict, message and mutation. It tallies the
+// resources and the other files apart.
+func decideAsAdmitcTest(t *testing.T, stream, policy, resources string, more ...string) (base, others tally) {
 	t.Helper()
-	objs := decode(t, resources, mustRead(t, resources))
+	type judged struct {
+		file string
+		objs []*unstructured.Unstructured
+		want map[string]offline
+	}
+	var all []judged
+	for _, file := range append([]string{resources}, more...) {
+		objs, want := judgeOffline(t, policy, file)
+		all = append(all, judged{file: file, objs: objs, want: want})
+	}
+	apply(t, stream, false)
+	defer deleteVAPs(t, stream)
+	for i, j := range all {
+		tl := &base
+		if i > 0 {
+			tl = &others
+		}
+		for _, o := range j.objs {
+			w, ok := j.want[o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName()]
+			require.True(t, ok, "admitc test judged no %s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName())
+			problems := agreeOnAPIServer(t, j.file, o, o.GetNamespace(), w)
+			tl.compared++
+			if len(problems) > 0 {
+				tl.disagreed++
+			}
+			assert.Empty(t, problems, "%s: %s %s/%s", j.file, o.GetKind(), o.GetNamespace(), o.GetName())
+		}
+	}
+	return base, others
+}
+
+// judgeOffline reads the objects of file (in namespace default when they
+// name none), creates their namespaces, and returns them with `admitc
+// test --policies policy`'s decisions, by kind/namespace/name.
+func judgeOffline(t *testing.T, policy, file string) ([]*unstructured.Unstructured, map[string]offline) {
+	t.Helper()
+	objs := decode(t, file, mustRead(t, file))
 	for _, o := range objs {
 		if o.GetNamespace() == "" && !clusterScoped(o.GetKind()) {
 			o.SetNamespace("default")
@@ -72,7 +130,7 @@ func decideAsAdmitcTest(t *testing.T, stream, policy, resources string) int {
 		ensureNamespace(t, o.GetNamespace())
 	}
 	labels := liveNamespaceLabels(t, objs)
-	out, stderr, code := admitc(t, "test", "-o", "json", "--namespace-labels", labels, "--policies", policy, resources)
+	out, stderr, code := admitc(t, "test", "-o", "json", "--namespace-labels", labels, "--policies", policy, file)
 	require.Contains(t, []int{0, 1}, code, stderr)
 	var doc struct {
 		Results []kyvernoOffline `json:"results"`
@@ -82,14 +140,7 @@ func decideAsAdmitcTest(t *testing.T, stream, policy, resources string) int {
 	for _, r := range doc.Results {
 		want[r.Kind+"/"+r.Namespace+"/"+r.Name] = r.offline
 	}
-	apply(t, stream, false)
-	defer deleteVAPs(t, stream)
-	for _, o := range objs {
-		w, ok := want[o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName()]
-		require.True(t, ok, "admitc test judged no %s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName())
-		assert.Empty(t, agreeOnAPIServer(t, resources, o, o.GetNamespace(), w), "%s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName())
-	}
-	return len(objs)
+	return objs, want
 }
 
 // liveNamespaceLabels writes the labels the API server holds for the
