@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -96,8 +97,13 @@ func decideAsAdmitcTest(t *testing.T, stream, policy, resources string, more ...
 		objs, want := judgeOffline(t, policy, file)
 		all = append(all, judged{file: file, objs: objs, want: want})
 	}
-	apply(t, stream, false)
-	defer deleteVAPs(t, stream)
+	type check struct {
+		file string
+		obj  *unstructured.Unstructured
+		want offline
+		tl   *tally
+	}
+	var checks []check
 	for i, j := range all {
 		tl := &base
 		if i > 0 {
@@ -106,13 +112,22 @@ func decideAsAdmitcTest(t *testing.T, stream, policy, resources string, more ...
 		for _, o := range j.objs {
 			w, ok := j.want[o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName()]
 			require.True(t, ok, "admitc test judged no %s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName())
-			problems := agreeOnAPIServer(t, j.file, o, o.GetNamespace(), w)
-			tl.compared++
-			if len(problems) > 0 {
-				tl.disagreed++
-			}
-			assert.Empty(t, problems, "%s: %s %s/%s", j.file, o.GetKind(), o.GetNamespace(), o.GetName())
+			checks = append(checks, check{file: j.file, obj: o, want: w, tl: tl})
 		}
+	}
+	// The objects admitc denies first: the API server takes a new policy
+	// into effect some time after it is created, and agreeOnAPIServer
+	// waits for a denial, while an object it allows agrees at once.
+	sort.SliceStable(checks, func(a, b int) bool { return !checks[a].want.Allowed && checks[b].want.Allowed })
+	apply(t, stream, false)
+	defer deleteVAPs(t, stream)
+	for _, c := range checks {
+		problems := agreeOnAPIServer(t, c.file, c.obj, c.obj.GetNamespace(), c.want)
+		c.tl.compared++
+		if len(problems) > 0 {
+			c.tl.disagreed++
+		}
+		assert.Empty(t, problems, "%s: %s %s/%s", c.file, c.obj.GetKind(), c.obj.GetNamespace(), c.obj.GetName())
 	}
 	return base, others
 }
