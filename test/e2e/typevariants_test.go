@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -21,8 +22,17 @@ import (
 
 // typeVariantsPerFixture is how many type variants each fixture is decided
 // on: two of each kind of value (variants.TypeValues), on resources and
-// paths picked with a seed from the fixture's name.
-const typeVariantsPerFixture = 2 * 5
+// paths picked with a seed from the fixture's name; E2E_TYPE_VARIANTS sets
+// another number (0: none).
+func typeVariantsPerFixture(t *testing.T) int {
+	n := 2 * 5
+	if s := os.Getenv("E2E_TYPE_VARIANTS"); s != "" {
+		var err error
+		n, err = strconv.Atoi(s)
+		require.NoError(t, err, "E2E_TYPE_VARIANTS")
+	}
+	return n
+}
 
 // typeVariants writes variants of the resources where the policy compares
 // a value, set to a map, a list, a string, a number or null, to files in
@@ -53,7 +63,7 @@ func typeVariants(t *testing.T, policy, resources string) ([]string, int) {
 	rng := rand.New(rand.NewSource(int64(h.Sum64() >> 1)))
 	var picked []*unstructured.Unstructured
 	refused := 0
-	for i := 0; i < typeVariantsPerFixture && len(byKind) > 0; i++ {
+	for i, n := 0, typeVariantsPerFixture(t); i < n && len(byKind) > 0; i++ {
 		g := byKind[i%len(byKind)]
 		if len(g) == 0 {
 			continue
