@@ -169,10 +169,21 @@ func judgeOffline(t *testing.T, policy, file string) ([]*unstructured.Unstructur
 	require.NoError(t, json.Unmarshal([]byte(out), &doc))
 	want := map[string]offline{}
 	for _, r := range doc.Results {
+		for i := range r.Violations {
+			r.Violations[i].Message = strings.TrimPrefix(r.Violations[i].Message, kyvernoMutateError)
+		}
 		want[r.Kind+"/"+r.Namespace+"/"+r.Name] = r.offline
 	}
 	return objs, want
 }
+
+// kyvernoMutateError is how Kyverno's MutatingPolicy engine words an
+// evaluation error (pkg/cel/policies/mpol/engine/engine.go: RuleError
+// "failed to evaluate policy"), as admitc test reports it; the API server
+// running the translated MutatingAdmissionPolicy reports the same error as
+// "policy '<name>' with binding '<name>' denied request: <error>", so the
+// error itself is compared.
+const kyvernoMutateError = "failed to evaluate policy: "
 
 // liveNamespaceLabels writes the labels the API server holds for the
 // objects' namespaces to a --namespace-labels file and returns its path.
