@@ -179,3 +179,44 @@ func TestPaths(t *testing.T) {
 	_, err = Generate(obj, Options{Paths: []string{"spec.containers[x]"}})
 	assert.EqualError(t, err, `variants: path "spec.containers[x]": bad index [x]`)
 }
+
+// Retyped writes each kind of value where a policy looks and the object
+// has the map to hold it (under a pod controller's template), and keeps
+// the identity.
+func TestRetyped(t *testing.T) {
+	obj := object(t, `{apiVersion: apps/v1, kind: Deployment, metadata: {name: web, namespace: shop},
+	  spec: {template: {spec: {containers: [{name: a, securityContext: {privileged: false}}, {name: b}]}}}}`)
+	got, err := Retyped(obj, []string{"spec.containers[*].securityContext.privileged", "metadata.name"})
+	require.NoError(t, err)
+	require.Len(t, got, len(TypeValues))
+	for i, vs := range got {
+		var ns []string
+		for _, v := range vs {
+			ns = append(ns, v.Name)
+			assert.Equal(t, "web", v.Object["metadata"].(map[string]any)["name"])
+		}
+		value := render(TypeValues[i])
+		assert.Equal(t, []string{"spec.template.spec.containers[0].securityContext.privileged=" + value}, ns)
+	}
+	_, err = Retyped(obj, []string{"spec[x"})
+	assert.Error(t, err)
+}
+
+// QueriedPaths follows the field chains of a rule's queries, a foreach
+// element's under its list.
+func TestQueriedPaths(t *testing.T) {
+	rule := map[string]any{
+		"preconditions": map[string]any{"all": []any{map[string]any{"key": "{{ request.object.spec.hostNetwork || false }}"}}},
+		"validate": map[string]any{"foreach": []any{map[string]any{
+			"list": "request.object.spec.containers",
+			"deny": map[string]any{"conditions": map[string]any{"any": []any{
+				map[string]any{"key": "{{ element.securityContext.capabilities.drop[] }}"},
+				map[string]any{"key": "{{ length(request.object.metadata.labels) }}"},
+			}}},
+		}}},
+	}
+	assert.Equal(t, []string{
+		"metadata.labels", "spec.containers",
+		"spec.containers[*].securityContext.capabilities.drop[*]", "spec.hostNetwork",
+	}, QueriedPaths(rule))
+}

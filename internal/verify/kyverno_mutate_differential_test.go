@@ -175,18 +175,24 @@ func (s *kyvernoSuite) mutatePolicy(p *kyvernov1.ClusterPolicy, st *diffStats) d
 	for _, r := range p.Spec.Rules {
 		if m := r.Mutation; m != nil {
 			if o := m.GetPatchStrategicMerge(); o != nil {
-				patternTargets(o, "", &dp.scalars, &dp.paths)
+				dp.addPattern(o)
 			}
 			dp.paths = append(dp.paths, json6902Paths(m.PatchesJSON6902)...)
 			for _, fe := range m.ForEachMutation {
 				if o := fe.GetPatchStrategicMerge(); o != nil {
-					patternTargets(o, "", &dp.scalars, &dp.paths)
+					dp.addPattern(o)
 				}
 				dp.paths = append(dp.paths, json6902Paths(fe.PatchesJSON6902)...)
 			}
 		}
 	}
 	return dp
+}
+
+// addPattern adds an overlay's scalars and leaf paths to the targets.
+func (dp *diffPolicy) addPattern(o any) {
+	s, ps := variants.PatternTargets(o)
+	dp.scalars, dp.paths = append(dp.scalars, s...), append(dp.paths, ps...)
 }
 
 // json6902Paths are the paths of a patchesJson6902 document written as
@@ -205,7 +211,7 @@ func json6902Paths(doc string) []string {
 				p += "[*]"
 				continue
 			}
-			p = joinKey(p, seg)
+			p = variants.JoinKey(p, seg)
 		}
 		out = append(out, strings.TrimSuffix(p, "[*]"))
 	}

@@ -85,7 +85,8 @@ func checkMigrated(t *testing.T, fixtures string, decisionsElsewhere bool) (succ
 				apply(t, strings.Join(stream, "\n---\n"), true)
 				return
 			}
-			checked += decideAsAdmitcTest(t, strings.Join(stream, "\n---\n"), original, resources)
+			b, _ := decideAsAdmitcTest(t, strings.Join(stream, "\n---\n"), original, resources)
+			checked += b.compared
 		})
 	}
 	return successors, checked

@@ -83,13 +83,11 @@ func raise(msg string) string { return "{}[" + quote(msg) + "]" }
 // empty strings, lists and maps.
 func isFalse(v string) string {
 	d := "dyn(" + v + ")"
-	return "(" + d + " == null || " + d + " == false || type(" + v + ") == string && " + d + " == '' || (type(" + v + ") == list || type(" + v + ") == map) && size(" + d + ") == 0)"
+	return "(" + d + " == null || " + celenv.EqualsBool(d, false) + " || type(" + v + ") == string && " + d + " == '' || (type(" + v + ") == list || type(" + v + ") == map) && size(" + d + ") == 0)"
 }
 
 // isNumber says whether the value named v is a number.
-func isNumber(v string) string {
-	return "(type(" + v + ") == int || type(" + v + ") == double || type(" + v + ") == uint)"
-}
+func isNumber(v string) string { return celenv.IsNumber(v) }
 
 // doubleLiteral renders f as a CEL double literal.
 func doubleLiteral(f float64) string {

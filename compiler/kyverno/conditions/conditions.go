@@ -120,7 +120,7 @@ func condition(c kyvernov1.Condition, s Scope, fresh *int, at string) (string, e
 	if err != nil {
 		return "", err
 	}
-	e, err := Operator(string(c.Operator), key, val, c.GetValue())
+	e, err := Operator(string(c.Operator), key, val, c.GetKey(), c.GetValue())
 	if err != nil {
 		return "", &Error{Field: at + ".operator", Reason: err.Error()}
 	}
@@ -169,7 +169,7 @@ func conditionOutcome(c kyvernov1.Condition, s Scope, fresh *int, at string) (st
 	}
 	k, v := "ck"+fmt.Sprint(*fresh), "cv"+fmt.Sprint(*fresh)
 	*fresh++
-	e, err := Operator(string(c.Operator), k, v, c.GetValue())
+	e, err := Operator(string(c.Operator), k, v, c.GetKey(), c.GetValue())
 	if err != nil {
 		return "", &Error{Field: at + ".operator", Reason: err.Error()}
 	}

@@ -12,9 +12,13 @@ import (
 
 // Each case is a condition block on an object, with what Kyverno's
 // operator code decides (read from pkg/engine/variables/operator), or the
-// error Kyverno reports as a rule error.
+// error Kyverno reports as a rule error. Each is decided twice, on the
+// object as kube-apiserver 1.36 and as 1.37 presents a built-in object
+// (kubetyped: a map or list compared with a value of another kind raises
+// there unless the comparison is type-safe).
 func TestConditionsDecideAsKyvernosOperators(t *testing.T) {
 	obj := `{apiVersion: v1, kind: Pod, metadata: {name: web, namespace: apps, labels: {tier: frontend}}, spec: {replicas: 3, type: NodePort, storage: 11Gi, timeout: 90s, version: 1.2.3, nil: null,
+	  labelSelector: {matchLabels: {app: web}},
 	  containers: [{name: a, image: "nginx:latest", args: ["--debug"]}, {name: b, image: "ghcr.io/acme/b:1.0"}]}}`
 	cases := map[string]struct {
 		cond string
@@ -80,17 +84,35 @@ func TestConditionsDecideAsKyvernosOperators(t *testing.T) {
 		"images tag through a nested variable":               {`{any: [{key: "{{images.containers.\"{{request.object.spec.containers[0].name}}\".tag}}", operator: Equals, value: latest}]}`, true},
 		"images bare nested field name":                      {`{any: [{key: "{{images.containers.{{request.object.spec.containers[1].name}}.path}}", operator: Equals, value: acme/b}]}`, true},
 		"images list without images is unknown":              {`{any: [{key: "{{images.initContainers}}", operator: Equals, value: x}]}`, "error"},
+		// A map or list where a scalar is compared: Kyverno's handlers
+		// answer false (NotEquals true), its JMESPath compares deeply.
+		"equals map key and bool":               {`{any: [{key: "{{request.object.spec.labelSelector}}", operator: Equals, value: false}]}`, false},
+		"not equals map key and bool":           {`{any: [{key: "{{request.object.spec.labelSelector}}", operator: NotEquals, value: false}]}`, true},
+		"equals list key and string":            {`{any: [{key: "{{request.object.spec.containers}}", operator: Equals, value: x}]}`, false},
+		"equals map, nested map vs string":      {`{any: [{key: "{{request.object.spec.labelSelector}}", operator: Equals, value: {matchLabels: web}}]}`, false},
+		"not equals map, nested map vs string":  {`{any: [{key: "{{request.object.spec.labelSelector}}", operator: NotEquals, value: {matchLabels: web}}]}`, true},
+		"equals literal map key, nested":        {`{any: [{key: {matchLabels: web}, operator: Equals, value: "{{request.object.spec.labelSelector}}"}]}`, false},
+		"equals list of maps and strings":       {`{any: [{key: "{{request.object.spec.containers}}", operator: Equals, value: [a, b]}]}`, false},
+		"jmespath map == string":                {`{any: [{key: "{{request.object.spec.labelSelector == 'x'}}", operator: Equals, value: false}]}`, true},
+		"jmespath map != string":                {`{any: [{key: "{{request.object.spec.labelSelector != 'x'}}", operator: Equals, value: true}]}`, true},
+		"jmespath projection of lists == list":  {`{any: [{key: "{{request.object.spec.containers[].args == ` + "`[1]`" + `}}", operator: Equals, value: false}]}`, true},
+		"jmespath number == number":             {`{any: [{key: "{{request.object.spec.replicas == ` + "`3.0`" + `}}", operator: Equals, value: true}]}`, true},
+		"jmespath truthiness of a map":          {`{any: [{key: "{{request.object.spec.labelSelector || 'none'}}", operator: Equals, value: none}]}`, false},
+		"jmespath not of a list":                {`{any: [{key: "{{!(request.object.spec.containers)}}", operator: Equals, value: false}]}`, true},
+		"jmespath filter on a map field == str": {`{any: [{key: "{{length(request.object.spec.containers[?args == 'x'])}}", operator: Equals, value: 0}]}`, true},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			expr := strings.ReplaceAll(conditionsOf(t, c.cond), ImagesReference, "("+ImagesExpression()+")")
-			out, err := evalCEL(t, expr, obj, "CREATE")
-			if c.want == "error" {
-				assert.Error(t, err)
-				return
+			for version, eval := range map[string]func(*testing.T, string, string, string) (any, error){"1.36": evalCEL, "1.37": evalTyped} {
+				out, err := eval(t, expr, obj, "CREATE")
+				if c.want == "error" {
+					assert.Error(t, err, version)
+					continue
+				}
+				require.NoError(t, err, version)
+				assert.Equal(t, c.want, out, version)
 			}
-			require.NoError(t, err)
-			assert.Equal(t, c.want, out)
 		})
 	}
 }

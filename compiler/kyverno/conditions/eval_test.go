@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/admitc/admitc/internal/celenv"
+	"github.com/admitc/admitc/internal/kubetyped"
 )
 
 type boolExpr string
@@ -24,6 +25,19 @@ func (s boolExpr) ReturnTypes() []*cel.Type {
 // CREATE of object (YAML) by user.
 func evalCEL(t *testing.T, expr, object, op string) (any, error) {
 	t.Helper()
+	return evalCELAs(t, expr, object, op, func(v any) any { return v })
+}
+
+// evalTyped is evalCEL with the object, old object and request presented
+// as kube-apiserver 1.37 presents them for a built-in kind (kubetyped).
+func evalTyped(t *testing.T, expr, object, op string) (any, error) {
+	t.Helper()
+	return evalCELAs(t, expr, object, op, func(v any) any { return kubetyped.Value(v) })
+}
+
+// evalCELAs is evalCEL with the activation's values passed through as.
+func evalCELAs(t *testing.T, expr, object, op string, as func(any) any) (any, error) {
+	t.Helper()
 	cc := celenv.NewCompiler(celenv.RuntimeVersion())
 	res := cc.CompileCELExpression(boolExpr(expr), plugincel.OptionalVariableDeclarations{HasAuthorizer: true}, environment.NewExpressions)
 	require.Nil(t, res.Error, "compile %s", expr)
@@ -32,9 +46,9 @@ func evalCEL(t *testing.T, expr, object, op string) (any, error) {
 	obj = intsAsInt64(obj)
 	req := map[string]any{"operation": op, "namespace": "default", "name": "web", "userInfo": map[string]any{"username": "system:serviceaccount:ns1:builder", "groups": []any{"dev"}}}
 	_ = admissionv1.Create
-	vars := map[string]any{"object": obj, "oldObject": nil, "request": req}
+	vars := map[string]any{"object": as(obj), "oldObject": nil, "request": as(req)}
 	if op == "DELETE" {
-		vars["object"], vars["oldObject"] = nil, obj
+		vars["object"], vars["oldObject"] = nil, as(obj)
 	}
 	out, _, err := res.Program.Eval(vars)
 	if err != nil {

@@ -63,16 +63,17 @@ func sprintScalar(v string) string {
 
 // Operator renders the CEL boolean of a condition: the operator of
 // Kyverno's operator package on the key and value (CEL expressions), with
-// raw the value as written (a literal string decides statically what
-// Kyverno would parse from it).
-func Operator(op string, key, val string, raw any) (string, error) {
+// rawKey and raw the key and value as written (a literal string decides
+// statically what Kyverno would parse from it; a literal map or list is
+// the left operand of a deep equality, see deepEqual).
+func Operator(op string, key, val string, rawKey, raw any) (string, error) {
 	k, v := "k", "v"
 	var body string
 	switch strings.ToLower(op) {
 	case "equal", "equals":
-		body = equals(k, v)
+		body = equals(k, v, deepEqual(k, v, rawKey, raw))
 	case "notequal", "notequals":
-		body = notEquals(k, v)
+		body = notEquals(k, v, deepEqual(k, v, rawKey, raw))
 	case "greaterthan", "greaterthanorequals", "lessthan", "lessthanorequals":
 		body = numeric(map[string]string{"greaterthan": ">", "greaterthanorequals": ">=", "lessthan": "<", "lessthanorequals": "<="}[strings.ToLower(op)], k, v)
 	case "anyin", "allin", "anynotin", "allnotin":
@@ -87,25 +88,63 @@ func Operator(op string, key, val string, raw any) (string, error) {
 	return "[dyn(" + key + ")].map(k, [dyn(" + val + ")].map(v, " + body + ")[0])[0]", nil
 }
 
-// equals is EqualHandler.Evaluate.
-func equals(k, v string) string {
+// deepEqual renders the deep equality of two maps or two lists k and v
+// (Kyverno's datautils.DeepEqual) with the operand written as a literal in
+// the policy on the left. CEL's == asks the left operand: a literal map or
+// list compares element by element and answers false for elements of
+// different kinds, while a map or list of a built-in object on
+// kube-apiserver 1.37 raises "no such overload" for a nested value of
+// another kind (a field holding a map where the literal has a string).
+// Both operands computed from the request are compared as they come.
+func deepEqual(k, v string, rawKey, raw any) string {
+	if isLiteral(raw) && !isLiteral(rawKey) {
+		return v + " == " + k
+	}
+	return k + " == " + v
+}
+
+// isLiteral says whether a condition's key or value as written holds no
+// {{ }} variable.
+func isLiteral(raw any) bool {
+	switch t := raw.(type) {
+	case string:
+		return !variableRegex.MatchString(t)
+	case map[string]any:
+		for k, e := range t {
+			if !isLiteral(k) || !isLiteral(e) {
+				return false
+			}
+		}
+	case []any:
+		for _, e := range t {
+			if !isLiteral(e) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// equals is EqualHandler.Evaluate; deep is the deep equality of k and v
+// when both are maps or both lists.
+func equals(k, v, deep string) string {
 	return "(type(" + k + ") == bool ? (type(" + v + ") == bool && " + k + " == " + v + ") : " +
 		isNumber(k) + " ? (" + isNumber(v) + " ? double(" + k + ") == double(" + v + ") : " + isFloatText(v) + " && double(" + v + ") == double(" + k + ")) : " +
 		"type(" + k + ") == string ? (" + isDuration(k) + " && (" + isDuration(v) + " || " + isNumber(v) + ") ? " + durationOf(k) + " == " + durationOf(v) + " : " +
 		"isQuantity(" + k + ") && type(" + v + ") == string ? (isQuantity(" + v + ") && quantity(" + k + ").compareTo(quantity(" + v + ")) == 0) : " +
 		"type(" + v + ") == string && " + wild(v, k) + ") : " +
-		"(type(" + k + ") == map && type(" + v + ") == map || type(" + k + ") == list && type(" + v + ") == list) && " + k + " == " + v + ")"
+		"(type(" + k + ") == map && type(" + v + ") == map || type(" + k + ") == list && type(" + v + ") == list) && " + deep + ")"
 }
 
 // notEquals is NotEqualHandler.Evaluate (not the negation of equals:
 // mismatched types are unequal, an unsupported key is false).
-func notEquals(k, v string) string {
+func notEquals(k, v, deep string) string {
 	return "(type(" + k + ") == bool ? (type(" + v + ") != bool || " + k + " != " + v + ") : " +
 		isNumber(k) + " ? (" + isNumber(v) + " ? double(" + k + ") != double(" + v + ") : !" + isFloatText(v) + " || double(" + v + ") != double(" + k + ")) : " +
 		"type(" + k + ") == string ? (" + isDuration(k) + " && (" + isDuration(v) + " || " + isNumber(v) + ") ? " + durationOf(k) + " != " + durationOf(v) + " : " +
 		"isQuantity(" + k + ") && type(" + v + ") == string ? (" + v + " == '' || !isQuantity(" + v + ") || quantity(" + k + ").compareTo(quantity(" + v + ")) != 0) : " +
 		"type(" + v + ") != string || !" + wild(v, k) + ") : " +
-		"type(" + k + ") == map ? (type(" + v + ") != map || " + k + " != " + v + ") : type(" + k + ") == list ? (type(" + v + ") != list || " + k + " != " + v + ") : false)"
+		"type(" + k + ") == map ? (type(" + v + ") != map || !(" + deep + ")) : type(" + k + ") == list ? (type(" + v + ") != list || !(" + deep + ")) : false)"
 }
 
 // numeric is NumericOperatorHandler.Evaluate with the comparison op.

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	gojmespath "github.com/kyverno/go-jmespath"
+
+	"github.com/admitc/admitc/internal/celenv"
 )
 
 // Scope says what the names of a foreach element mean in CEL: Element and
@@ -516,8 +518,9 @@ func (t *translator) or(n gojmespath.ASTNode, cur value) (string, error) {
 	return bind(l, "dyn("+left+")", isFalse(l)+" ? dyn("+right+") : "+l), nil
 }
 
-// comparator is ASTComparator: == and != as deep equality, ordering for
-// two numbers only (else null).
+// comparator is ASTComparator: == and != as deep equality (values of
+// different kinds are unequal, see kindEqual), ordering for two numbers
+// only (else null).
 func (t *translator) comparator(n gojmespath.ASTNode, cur value) (string, error) {
 	left, err := t.concrete(n.Children[0], cur, false)
 	if err != nil {
@@ -534,9 +537,27 @@ func (t *translator) comparator(n gojmespath.ASTNode, cur value) (string, error)
 	}
 	l, r := t.name(), t.name()
 	if op == "==" || op == "!=" {
-		return bind(l, "dyn("+left+")", bind(r, "dyn("+right+")", l+" "+op+" "+r)), nil
+		eq := kindEqual(l, r, n.Children[0].NodeType == gojmespath.ASTLiteral, n.Children[1].NodeType == gojmespath.ASTLiteral)
+		if op == "!=" {
+			eq = "!" + eq
+		}
+		return bind(l, "dyn("+left+")", bind(r, "dyn("+right+")", eq)), nil
 	}
 	return bind(l, left, bind(r, right, isNumber(l)+" && "+isNumber(r)+" ? dyn(double("+l+") "+op+" double("+r+")) : null")), nil
+}
+
+// kindEqual renders JMESPath's deep equality of the values named a and b
+// (lit says which is a literal of the query) so that it never raises an
+// evaluation error: values of different kinds (numbers are one kind) are
+// unequal before CEL compares them, and a literal is the left operand, as
+// CEL's == asks the left operand and a literal compares nested values of
+// different kinds as unequal, where a map or list of a built-in object on
+// kube-apiserver 1.37 raises "no such overload".
+func kindEqual(a, b string, aLit, bLit bool) string {
+	if bLit && !aLit {
+		return celenv.EqualsSameKind(b, a)
+	}
+	return celenv.EqualsSameKind(a, b)
 }
 
 // jsonText is encoding/json's text of the value named v (Kyverno writes

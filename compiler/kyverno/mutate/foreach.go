@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/admitc/admitc/compiler/kyverno/conditions"
+	"github.com/admitc/admitc/internal/celenv"
 )
 
 // A mutate.foreach entry patches the object once for each element of its
@@ -132,7 +133,7 @@ func (w *walker) listForEach(keys []string, l *listNode, e Elements) (string, er
 			return "", err
 		}
 		item := objList + "[" + k + "]"
-		find := "lists.range(size(" + objList + ")).filter(" + k + ", type(" + item + ") == map && 'name' in " + item + " && " + item + ".name == " + nm + ")"
+		find := "lists.range(size(" + objList + ")).filter(" + k + ", type(" + item + ") == map && 'name' in " + item + " && " + celenv.EqualsSameKind(item+".name", nm) + ")"
 		merges = append(merges, bind(nm, name, bind(found, find, "size("+found+") > 0 ? "+paren(m)+" : []")))
 		pairs = append(pairs, bind(nm, name, "type("+nm+") != string || "+nm+" == '' ? "+raise("a foreach element's list element is not named by a string; not translated")+" : [dyn("+nm+"), dyn("+cleaned+")]"))
 	}

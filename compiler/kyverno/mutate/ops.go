@@ -3,6 +3,8 @@ package mutate
 import (
 	"strconv"
 	"strings"
+
+	"github.com/admitc/admitc/internal/celenv"
 )
 
 // addState says, for a +() key inside a list element, whether Kyverno's
@@ -321,7 +323,7 @@ func (w *walker) reorder(list, patchNames string, news func(name string) string,
 	names := "lists.range(size(" + list + ")).map(" + j + ", type(" + list + "[" + j + "]) == map && 'name' in " + list + "[" + j + "] ? " + list + "[" + j + "].name : null)"
 	distinct := "lists.range(size(" + all + ")).filter(" + j + ", !(" + all + "[" + j + "] in lists.range(" + j + ").map(" + q + ", " + all + "[" + q + "]))).map(" + j + ", " + all + "[" + j + "])"
 	had, nm := w.name("had"), order+"["+k+"]"
-	at := "lists.range(size(" + had + ")).filter(" + j + ", " + had + "[" + j + "] == " + nm + ")[0]"
+	at := "lists.range(size(" + had + ")).filter(" + j + ", " + celenv.EqualsSameKind(had+"["+j+"]", nm) + ")[0]"
 	// Before the k-th move, the first k places hold the moved elements; the
 	// others keep their order.
 	from := k + " + lists.range(" + at + ").filter(" + j + ", !(" + had + "[" + j + "] in lists.range(" + k + ").map(" + q + ", " + order + "[" + q + "])) ).size()"
@@ -345,7 +347,7 @@ func (w *walker) plainElement(e *mapNode, name, list string, p pointer) (string,
 	if err != nil {
 		return "", "", err
 	}
-	find := "lists.range(size(" + list + ")).filter(" + i + ", type(" + list + "[" + i + "]) == map && 'name' in " + list + "[" + i + "] && " + list + "[" + i + "].name == " + quote(name) + ")"
+	find := "lists.range(size(" + list + ")).filter(" + i + ", type(" + list + "[" + i + "]) == map && 'name' in " + list + "[" + i + "] && " + celenv.EqualsString(list+"["+i+"].name", name) + ")"
 	return bind(ix, find, "size("+ix+") > 0 ? "+paren(m)+" : []"), whole, nil
 }
 

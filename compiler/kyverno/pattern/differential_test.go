@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -17,47 +16,9 @@ import (
 	"github.com/kyverno/kyverno/pkg/engine/validate"
 	"github.com/stretchr/testify/require"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/yaml"
 )
 
 func init() { ctrllog.SetLogger(logr.Discard()) }
-
-// fixtureFile is one testdata file: rules in the style of published Kyverno
-// policies and resources every rule is checked on.
-type fixtureFile struct {
-	Rules []struct {
-		Name       string `json:"name"`
-		Pattern    any    `json:"pattern"`
-		AnyPattern []any  `json:"anyPattern"`
-	} `json:"rules"`
-	Resources []any `json:"resources"`
-}
-
-type rule struct {
-	name       string
-	pattern    any
-	anyPattern []any
-}
-
-func loadFixtures(t *testing.T) ([]rule, []any) {
-	files, err := filepath.Glob("testdata/*.yaml")
-	require.NoError(t, err)
-	var rules []rule
-	var resources []any
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		require.NoError(t, err)
-		var ff fixtureFile
-		require.NoError(t, yaml.UnmarshalStrict(data, &ff), f)
-		for _, r := range ff.Rules {
-			rules = append(rules, rule{name: r.Name, pattern: r.Pattern, anyPattern: r.AnyPattern})
-		}
-		for _, r := range ff.Resources {
-			resources = append(resources, intsAsInt64(r))
-		}
-	}
-	return rules, resources
-}
 
 // kyvernoDecides is the validate handler's decision on pattern or
 // anyPattern (validate_resource.go validatePatterns): outcome and path.

@@ -9,6 +9,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/admitc/admitc/internal/celenv"
 )
 
 // predicate renders a CEL boolean over the value named by its argument.
@@ -18,10 +20,10 @@ type predicate func(v string) string
 func scalarPredicate(p any, fp *field.Path) (predicate, error) {
 	switch pt := p.(type) {
 	case bool:
-		return func(v string) string { return v + " == " + strconv.FormatBool(pt) }, nil
+		return func(v string) string { return celenv.EqualsBool(v, pt) }, nil
 	case nil:
 		return func(v string) string {
-			return "(" + v + " == null || " + v + " == 0 || " + v + " == '' || " + v + " == false)"
+			return "(" + v + " == null || " + celenv.EqualsNumber(v, "0") + " || " + celenv.EqualsString(v, "") + " || " + celenv.EqualsBool(v, false) + ")"
 		}, nil
 	case int:
 		return intPredicate(int64(pt)), nil
@@ -49,7 +51,7 @@ func intPredicate(n int64) predicate {
 		re = `^\+?0*` + digits + `$`
 	}
 	return func(v string) string {
-		return "(" + v + " == " + digits + " || type(" + v + ") == string && " + v + ".matches(" + quote(re) + "))"
+		return "(" + celenv.EqualsNumber(v, digits) + " || type(" + v + ") == string && " + v + ".matches(" + quote(re) + "))"
 	}
 }
 
@@ -62,7 +64,7 @@ const floatRegex = `^[+-]?([0-9]{1,200}(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]{1,2}
 func floatPredicate(f float64) predicate {
 	lit := doubleLiteral(f)
 	return func(v string) string {
-		return "(" + v + " == " + lit + " || type(" + v + ") == string && " + v + ".matches(" + quote(floatRegex) + ") && double(" + v + ") == " + lit + ")"
+		return "(" + celenv.EqualsNumber(v, lit) + " || type(" + v + ") == string && " + v + ".matches(" + quote(floatRegex) + ") && double(" + v + ") == " + lit + ")"
 	}
 }
 
@@ -96,7 +98,7 @@ func stringPredicate(p string, fp *field.Path) (predicate, error) {
 	return func(v string) string {
 		var ors []string
 		if !single {
-			ors = append(ors, v+" == "+quote(p))
+			ors = append(ors, celenv.EqualsString(v, p))
 		}
 		for _, conds := range alts {
 			var ands []string
@@ -198,7 +200,7 @@ func comparison(p string, op operator, fp *field.Path) (predicate, error) {
 		next := out
 		lit := fmt.Sprintf("duration('%dns')", int64(d))
 		out = func(v string) string {
-			isD := "(" + v + " == null || " + v + " == 0 && type(" + v + ") == int || type(" + v + ") == string && " + v + ".matches(" + quote(durationRegex) + "))"
+			isD := "(" + v + " == null || type(" + v + ") == int && " + v + " == 0 || type(" + v + ") == string && " + v + ".matches(" + quote(durationRegex) + "))"
 			dv := "(type(" + v + ") == string ? duration(" + v + ") : duration('0s'))"
 			return "(" + isD + " ? " + dv + " " + celOp[op] + " " + lit + " : " + next(v) + ")"
 		}

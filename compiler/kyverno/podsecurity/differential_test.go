@@ -14,6 +14,7 @@ import (
 	"k8s.io/pod-security-admission/policy"
 	"sigs.k8s.io/yaml"
 
+	"github.com/admitc/admitc/internal/kubetyped"
 	"github.com/admitc/admitc/internal/variants"
 )
 
@@ -207,4 +208,37 @@ func int64s(v any) any {
 		}
 	}
 	return v
+}
+
+// TestChecksDecideAlikeOnTypedPods evaluates every check's translation on
+// the variants that decode as a Pod twice: on the object as kube-apiserver
+// 1.36 presents it (cel-go's maps and lists) and as 1.37 presents a
+// built-in object (package kubetyped: a map or list compared with a value
+// of another kind raises "no such overload"). The checks read fields of
+// the Pod's schema only, so the answers must be the same and never an
+// error.
+func TestChecksDecideAlikeOnTypedPods(t *testing.T) {
+	pods := podVariants(t, 40)
+	compared := 0
+	for _, c := range Checks {
+		for _, v := range c.Versions {
+			if v.Records == nil {
+				continue
+			}
+			eval := program(t, []Variable{{"kpsPod", DefaultView(specOf, metaOf)}}, "["+v.Records("variables.kpsPod")+"].map(d, "+segment(c, "d", "d")+")[0]")
+			for _, p := range pods {
+				if _, ok := decodePod(p.Object); !ok {
+					continue
+				}
+				plain, err := eval(p.Object)
+				require.NoError(t, err, "%s v1.%d on %s (1.36)", c.ID, v.Minor, p.Name)
+				typed, err := eval(kubetyped.Value(p.Object))
+				require.NoError(t, err, "%s v1.%d on %s (1.37)", c.ID, v.Minor, p.Name)
+				assert.Equal(t, plain, typed, "%s v1.%d on %s", c.ID, v.Minor, p.Name)
+				compared++
+			}
+		}
+	}
+	t.Logf("%d comparisons", compared)
+	assert.Greater(t, compared, 1000)
 }
