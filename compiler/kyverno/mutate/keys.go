@@ -138,17 +138,19 @@ func (w *walker) keyCEL(f *field) (string, error) {
 func (w *walker) substitutedKey(v string) string {
 	kv := w.name("kv")
 	checks := kv + " == null ? " + raise(keyIsNull) + " : type(" + kv + ") != string ? " + raise(keyNotString) + " : "
-	checks += kv + " == '' ? " + raise(keyIsEmpty) + " : " + kv + ".contains('{{') ? " + raise(keyHoldsBraces) + " : "
+	checks += kv + " == '' ? " + raise(keyIsEmpty) + " : " + kv + ".matches('[{]{2}') ? " + raise(keyHoldsBraces) + " : "
 	checks += kv + ".matches(" + quote(keyRegex) + ") || " + kv + ".startsWith('$') ? " + raise(keyIsAnchor) + " : " + kv
 	return bind(kv, "dyn("+v+")", checks)
 }
 
-// The evaluation errors of a substituted key.
+// The evaluation errors of a substituted key. No CEL of the translation
+// holds "{{" (TestNoKyvernoVariableIsEmittedAsText): the checks and
+// messages name the braces otherwise.
 const (
 	keyIsNull      = "a key that is one variable resolves to null: Kyverno keeps it as written; not translated"
 	keyNotString   = "expected string after substituting variables in a key"
 	keyIsEmpty     = "failed to patch resource: a key is empty once its variables are substituted (kustomize's merge fails on it)"
-	keyHoldsBraces = "a key holds {{ once its variables are substituted: Kyverno may substitute it again as it walks the map (in Go's map order); not translated"
+	keyHoldsBraces = "a key holds two opening braces once its variables are substituted: Kyverno may substitute it again as it walks the map (in Go's map order); not translated"
 	keyIsAnchor    = "a key becomes an anchor or a strategic merge directive once its variables are substituted; not translated"
 )
 
