@@ -71,6 +71,19 @@ spec:
             containers:
             - name: "{{ element.name }}"
               imagePullPolicy: Always
+  - name: map-under-variable-key
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+    mutate:
+      foreach:
+      - list: request.object.spec.containers
+        patchStrategicMerge:
+          metadata:
+            annotations:
+              images.example.com/{{ element.name }}:
+                image: "{{ element.image }}"
 `
 
 // Every foreach mutation admitc cannot translate exactly is refused with
@@ -87,6 +100,7 @@ func TestMutateForEachRefusals(t *testing.T) {
 		"p.yaml:29:26 static-path mutate construct: a foreach entry's patchesJson6902 is translated when every path holds {{elementIndex}} once (the elements then patch disjoint parts of the object)",
 		"p.yaml:40:26 index-last mutate construct: {{elementIndex}} as the last segment adds or removes list elements, which moves the next elements' indexes; not translated",
 		"p.yaml:52:11 list-and-map mutate construct: a foreach entry's patchStrategicMerge with a list is translated when the list, under its maps, is all it holds",
+		"p.yaml:70:15 map-under-variable-key mutate construct: a map under a key with {{ }} variables in a foreach entry is not translated (two elements may compute the same key)",
 	}, got)
 	assert.Empty(t, set.Policies)
 }

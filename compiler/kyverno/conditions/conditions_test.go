@@ -17,7 +17,7 @@ import (
 // (kubetyped: a map or list compared with a value of another kind raises
 // there unless the comparison is type-safe).
 func TestConditionsDecideAsKyvernosOperators(t *testing.T) {
-	obj := `{apiVersion: v1, kind: Pod, metadata: {name: web, namespace: apps, labels: {tier: frontend}}, spec: {replicas: 3, type: NodePort, storage: 11Gi, timeout: 90s, version: 1.2.3, nil: null,
+	obj := `{apiVersion: v1, kind: Pod, metadata: {name: web, namespace: apps, labels: {tier: frontend}}, spec: {replicas: 3, type: NodePort, storage: 11Gi, timeout: 90s, ports: [80, 8080], neg: ["-9"], version: 1.2.3, nil: null,
 	  labelSelector: {matchLabels: {app: web}},
 	  containers: [{name: a, image: "nginx:latest", args: ["--debug"]}, {name: b, image: "ghcr.io/acme/b:1.0"}]}}`
 	cases := map[string]struct {
@@ -49,13 +49,34 @@ func TestConditionsDecideAsKyvernosOperators(t *testing.T) {
 		"anyin literal JSON text":     {`{any: [{key: b, operator: AnyIn, value: '["a", "b"]'}]}`, true},
 		"anyin number value invalid":  {`{any: [{key: a, operator: AnyNotIn, value: 1}]}`, false},
 		"allin empty key list":        {`{any: [{key: "{{request.object.spec.containers[?name == 'z'].name}}", operator: AllIn, value: [x]}]}`, true},
-		"filter and length":           {`{any: [{key: "{{length(request.object.spec.containers[?ends_with(image, ':latest')])}}", operator: Equals, value: 1}]}`, true},
-		"contains and starts_with":    {`{all: [{key: "{{contains(request.object.spec.containers[].name, 'a')}}", operator: Equals, value: true}, {key: "{{starts_with(request.object.metadata.name, 'we')}}", operator: Equals, value: true}]}`, true},
-		"embedded variables as text":  {`{any: [{key: "{{request.object.metadata.name}}-{{request.object.spec.replicas}}", operator: Equals, value: web-3}]}`, true},
-		"service account from user":   {`{any: [{key: "{{serviceAccountNamespace}}/{{serviceAccountName}}", operator: Equals, value: ns1/builder}]}`, true},
-		"any and all both hold":       {`{any: [{key: a, operator: Equals, value: b}], all: [{key: a, operator: Equals, value: a}]}`, false},
-		"length of null is an error":  {`{any: [{key: "{{length(request.object.spec.missing)}}", operator: Equals, value: 0}]}`, "error"},
-		"operation":                   {`{any: [{key: "{{request.operation}}", operator: AnyIn, value: [CREATE, UPDATE]}]}`, true},
+		// A range value ("lo-hi") checks the key's text as a pattern
+		// (pattern.Validate): durations, then quantities; AnyNotIn on a
+		// list key checks "lo!-hi", which a negative lo turns into "!".
+		"anyin range, number key":                  {`{any: [{key: "{{request.object.spec.replicas}}", operator: AnyIn, value: "1-5"}]}`, true},
+		"anynotin range, number key":               {`{any: [{key: "{{request.object.spec.replicas}}", operator: AnyNotIn, value: "1-3"}]}`, false},
+		"anynotin range, list key":                 {`{any: [{key: "{{request.object.spec.ports}}", operator: AnyNotIn, value: "8000-9000"}]}`, true},
+		"allin range, list key":                    {`{any: [{key: "{{request.object.spec.ports}}", operator: AllIn, value: "80-8080"}]}`, true},
+		"allnotin range, list key":                 {`{any: [{key: "{{request.object.spec.ports}}", operator: AllNotIn, value: "81-8079"}]}`, true},
+		"anyin quantity range":                     {`{any: [{key: "{{request.object.spec.storage}}", operator: AnyIn, value: "10Gi-12Gi"}]}`, true},
+		"anyin duration range":                     {`{any: [{key: "{{request.object.spec.timeout}}", operator: AnyIn, value: "1m-2m"}]}`, true},
+		"anyin range on text is false":             {`{any: [{key: "{{request.object.spec.type}}", operator: AnyIn, value: "1-5"}]}`, false},
+		"anynotin negative range, scalar key":      {`{any: [{key: "-9", operator: AnyNotIn, value: "-10--8"}]}`, false},
+		"anynotin negative range, list key":        {`{any: [{key: "{{request.object.spec.neg}}", operator: AnyNotIn, value: "-10--8"}]}`, true},
+		"anyin not-in-range value is text":         {`{any: [{key: "5", operator: AnyIn, value: "1!-10"}]}`, false},
+		"anyin range, list key equal to the value": {`{any: [{key: ["1-5"], operator: AnyIn, value: "1-5"}]}`, true},
+		// JSON text that is not a list of strings: a scalar key is first
+		// compared with the text as a wildcard pattern, then the value's
+		// type is invalid.
+		"anyin JSON number text, equal key":          {`{any: [{key: "10", operator: AllIn, value: "10"}]}`, true},
+		"anynotin JSON number text":                  {`{any: [{key: "11", operator: AnyNotIn, value: "10"}]}`, false},
+		"anyin JSON list text, one-element list key": {`{any: [{key: ["[1]"], operator: AnyIn, value: "[1]"}]}`, true},
+		"filter and length":                          {`{any: [{key: "{{length(request.object.spec.containers[?ends_with(image, ':latest')])}}", operator: Equals, value: 1}]}`, true},
+		"contains and starts_with":                   {`{all: [{key: "{{contains(request.object.spec.containers[].name, 'a')}}", operator: Equals, value: true}, {key: "{{starts_with(request.object.metadata.name, 'we')}}", operator: Equals, value: true}]}`, true},
+		"embedded variables as text":                 {`{any: [{key: "{{request.object.metadata.name}}-{{request.object.spec.replicas}}", operator: Equals, value: web-3}]}`, true},
+		"service account from user":                  {`{any: [{key: "{{serviceAccountNamespace}}/{{serviceAccountName}}", operator: Equals, value: ns1/builder}]}`, true},
+		"any and all both hold":                      {`{any: [{key: a, operator: Equals, value: b}], all: [{key: a, operator: Equals, value: a}]}`, false},
+		"length of null is an error":                 {`{any: [{key: "{{length(request.object.spec.missing)}}", operator: Equals, value: 0}]}`, "error"},
+		"operation":                                  {`{any: [{key: "{{request.operation}}", operator: AnyIn, value: [CREATE, UPDATE]}]}`, true},
 		// A sub-expression whose left side is a missing key returns the
 		// fork's Unknown key error without calling the function; a filter
 		// or projection swallows it.
@@ -143,7 +164,6 @@ func TestRefusalsNameTheConstruct(t *testing.T) {
 		`{all: [{key: "{{ request.object.spec | merge(@) }}", operator: Equals, value: x}]}`:         `all[0].key: JMESPath "request.object.spec | merge(@)": function merge() is not in the subset admitc translates (contains, ends_with, join, keys, length, regex_match, split, starts_with, to_lower, to_string, to_upper, values)`,
 		`{any: [{key: "{{ request.object.spec.containers[0:2] }}", operator: Equals, value: x}]}`:    `any[0].key: JMESPath "request.object.spec.containers[0:2]": a slice is not in the subset`,
 		`{any: [{key: a, operator: DurationGreaterThan, value: 1h}]}`:                                `any[0].operator: operator DurationGreaterThan is not translated`,
-		`{any: [{key: a, operator: AnyIn, value: "1-10"}]}`:                                          `any[0].operator: the range value "1-10" of anyin is not translated`,
 	}
 	for cond, want := range cases {
 		var raw any

@@ -175,12 +175,12 @@ func in(op, k, v string, raw any) (string, error) {
 	invalid := "null"
 	if lit, ok := raw.(string); ok && !variableRegex.MatchString(lit) {
 		if rangeRegex.MatchString(lit) {
-			return "", fmt.Errorf("the range value %q of %s is not translated", lit, op)
+			return inRange(op, k, lit)
 		}
 		var arr []string
 		switch {
 		case json.Valid([]byte(lit)) && json.Unmarshal([]byte(lit), &arr) != nil:
-			return "false", nil
+			return notStringArray(not, k, lit), nil
 		case json.Valid([]byte(lit)):
 		default:
 			arr = []string{lit}

@@ -37,12 +37,15 @@ func quote(s string) string { return celenv.Quote(s) }
 type at struct{ present, value string }
 
 // child is the value of key k of the map at a.
-func (a at) child(k string) at {
-	p := "type(" + a.value + ") == map && " + quote(k) + " in " + a.value
+func (a at) child(k string) at { return a.childExpr(quote(k)) }
+
+// childExpr is the value of the key the CEL string k names in the map at a.
+func (a at) childExpr(k string) at {
+	p := "type(" + a.value + ") == map && " + k + " in " + a.value
 	if a.present != "true" {
 		p = a.present + " && " + p
 	}
-	return at{present: p, value: a.value + "[" + quote(k) + "]"}
+	return at{present: p, value: a.value + "[" + k + "]"}
 }
 
 // isMap says the place holds a map.
@@ -63,6 +66,11 @@ type pointer struct{ parts []string }
 func (p pointer) key(k string) pointer {
 	k = strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
 	return pointer{append(append([]string(nil), p.parts...), quote("/"+k))}
+}
+
+// keyExpr is p with the key the CEL string k names, escaped at admission.
+func (p pointer) keyExpr(k string) pointer {
+	return pointer{append(append([]string(nil), p.parts...), quote("/"), "string("+k+").replace('~', '~0').replace('/', '~1')")}
 }
 
 func (p pointer) index(i string) pointer {
@@ -156,6 +164,9 @@ func value(v any, path string, s conditions.Scope, fresh *int) (string, error) {
 		sort.Strings(keys)
 		var out []string
 		for _, k := range keys {
+			if strings.Contains(k, "{{") {
+				return "", errorf(path+"."+k, "a key with {{ }} variables in a value is not translated")
+			}
 			c, err := value(x[k], path+"."+k, s, fresh)
 			if err != nil {
 				return "", err

@@ -16,7 +16,9 @@ import (
 //
 //   - a patchStrategicMerge without anchors and without lists: every
 //     element merges the same keys, so the last element's values win
-//     either way;
+//     either way; where a key holds {{ }} variables (keys.go), each
+//     element adds its own key, and only the first element patched adds
+//     the maps the object misses (the next ones find them there);
 //   - a patchStrategicMerge that is only a PodSpec list (under its maps)
 //     of elements without anchors, each named by a literal or a {{ }}
 //     variable: each element's merge changes only the list element of its
@@ -55,7 +57,7 @@ func ForEachStrategicMerge(overlay any, e Elements) (string, error) {
 	if !ok {
 		return "", errorf("patchStrategicMerge", "an overlay that is not a map is not translated")
 	}
-	r := &reader{scope: e.Scope, dynamicNames: true}
+	r := &reader{scope: e.Scope, dynamicNames: true, forEach: true}
 	n, err := r.readMap(m, "patchStrategicMerge", "")
 	if err != nil {
 		return "", err
@@ -65,11 +67,14 @@ func ForEachStrategicMerge(overlay any, e Elements) (string, error) {
 	}
 	w := &walker{scope: e.Scope}
 	if !hasLists(n) {
+		if hasDynamicKeys(n) {
+			w.first = e.Index + " == " + e.Applied + "[0]"
+		}
 		ops, err := w.merge(n, at{present: "true", value: "object"}, pointer{}, nil)
 		if err != nil {
 			return "", err
 		}
-		return e.each(ops), nil
+		return e.each(w.keys.wrap(ops)), nil
 	}
 	keys, l := listChain(n)
 	if l == nil {

@@ -12,6 +12,9 @@ type StrategicMerge struct {
 	Walk string
 	// Patch is a CEL list of JSONPatch: the merge, when Walk is ''.
 	Patch string
+	// keys are the patch's keys with {{ }} variables, substituted before
+	// the walk as Kyverno substitutes the rule before it preprocesses.
+	keys keyBindings
 }
 
 // TranslateStrategicMerge translates a patchStrategicMerge overlay, read
@@ -42,11 +45,12 @@ func TranslateStrategicMergeIn(overlay any, s conditions.Scope) (StrategicMerge,
 	if err != nil {
 		return StrategicMerge{}, err
 	}
-	return StrategicMerge{Walk: walk, Patch: patch}, nil
+	return StrategicMerge{Walk: walk, Patch: patch, keys: w.keys}, nil
 }
 
 // Expression is the mutation over the variable holding Walk (ref): the
-// patch, no change, or an evaluation error as Kyverno's rule error.
+// patch, no change, or an evaluation error as Kyverno's rule error (a key
+// that does not substitute fails the rule whatever the walk says).
 func (s StrategicMerge) Expression(ref string) string {
-	return ref + " == 'E' ? " + raiseList("failed to preprocess the patch: the object holds something else than a list where the overlay has one") + " : " + ref + " != '' ? [] : " + paren(s.Patch)
+	return s.keys.wrap(ref + " == 'E' ? " + raiseList("failed to preprocess the patch: the object holds something else than a list where the overlay has one") + " : " + ref + " != '' ? [] : " + paren(s.Patch))
 }

@@ -17,6 +17,9 @@ type addState map[*field]string
 // the object holds a map, the whole map where it holds nothing or
 // something else.
 func (w *walker) merge(n *mapNode, a at, p pointer, st addState) (string, error) {
+	if err := w.siblingCheck(n); err != nil {
+		return "", err
+	}
 	whole, dyn, err := w.cleanedMap(n, st)
 	if err != nil {
 		return "", err
@@ -24,12 +27,12 @@ func (w *walker) merge(n *mapNode, a at, p pointer, st addState) (string, error)
 	if whole == "" && !dyn && !hasConditionalLists(n) {
 		return "[]", nil
 	}
-	absent := "[]"
+	absent, adds := "[]", false
 	if whole != "" {
 		absent = op("add", p, whole)
 	}
 	if dyn {
-		if absent, err = w.absentOps(n, p, st); err != nil {
+		if absent, adds, err = w.absentAdds(n, p, st); err != nil {
 			return "", err
 		}
 	}
@@ -48,6 +51,8 @@ func (w *walker) merge(n *mapNode, a at, p pointer, st addState) (string, error)
 	switch {
 	case whole != "":
 		mismatch = kindMismatch(a, "map")
+	case dyn && adds:
+		mismatch = a.present + " && type(" + a.value + ") != null_type ? " + raiseList("failed to patch resource: kustomize cannot merge a map into a value of another kind") + " : "
 	case dyn && !(a.present == "true" && a.value == "object"):
 		mismatch = a.present + " && type(" + a.value + ") != null_type ? (size(" + absent + ") > 0 ? " + raiseList("failed to patch resource: kustomize cannot merge a map into a value of another kind") + " : []) : "
 	}
@@ -74,7 +79,14 @@ func paren(s string) string {
 }
 
 func (w *walker) fieldOps(f *field, a at, p pointer, st addState) (string, error) {
-	c, cp := a.child(f.name), p.key(f.name)
+	c, err := w.child(a, f)
+	if err != nil {
+		return "", err
+	}
+	cp, err := w.pointerTo(p, f)
+	if err != nil {
+		return "", err
+	}
 	kind := f.kind
 	if kind == addKey {
 		if dropped, ok := st[f]; ok {
@@ -154,9 +166,12 @@ func plainifyOrNil(n *mapNode) *mapNode {
 // cleanedMap is the CEL value of n as Kyverno's patch holds it where the
 // object has nothing: +() keys renamed, conditions deleted, empty maps and
 // emptied lists deleted; "" when nothing is left. It is dynamic when n
-// holds +() keys of a list element whose state st decides at admission:
-// the value is then written by absentOps instead.
+// holds +() keys of a list element whose state st decides at admission,
+// or keys with variables: the value is then written by absentOps instead.
 func (w *walker) cleanedMap(n *mapNode, st addState) (string, bool, error) {
+	if hasDynamicKeys(n) {
+		return "", true, nil
+	}
 	var parts []string
 	for _, f := range n.fields {
 		if f.kind == condKey || f.kind == globalKey {
@@ -188,17 +203,29 @@ func stateful(f *field, st addState) bool {
 // absentOps adds the dynamic map n at p where the object has nothing:
 // an empty map, then each field, when something is left.
 func (w *walker) absentOps(n *mapNode, p pointer, st addState) (string, error) {
+	ops, _, err := w.absentAdds(n, p, st)
+	return ops, err
+}
+
+// absentAdds is absentOps, and whether its operations always add
+// something (a field is left whatever the +() states are: then no CEL
+// asks, and a caller need not ask either).
+func (w *walker) absentAdds(n *mapNode, p pointer, st addState) (string, bool, error) {
 	var nonEmpty, ops []string
+	always := false
 	for _, f := range n.fields {
 		if f.kind == condKey || f.kind == globalKey {
 			continue
 		}
-		cp := p.key(f.name)
+		cp, err := w.pointerTo(p, f)
+		if err != nil {
+			return "", false, err
+		}
 		if stateful(f, st) {
 			g := &field{name: f.name, kind: plainKey, value: f.value, child: plainifyOrNil(f.child), path: f.path}
 			v, _, err := w.cleanedField(g, nil)
 			if err != nil {
-				return "", err
+				return "", false, err
 			}
 			if v != "" {
 				nonEmpty = append(nonEmpty, "!"+st[f])
@@ -208,25 +235,37 @@ func (w *walker) absentOps(n *mapNode, p pointer, st addState) (string, error) {
 		}
 		v, dyn, err := w.cleanedField(f, st)
 		if err != nil {
-			return "", err
+			return "", false, err
 		}
 		switch {
 		case dyn:
-			o, err := w.absentOps(f.child, cp, st)
+			o, adds, err := w.absentAdds(f.child, cp, st)
 			if err != nil {
-				return "", err
+				return "", false, err
 			}
+			if o == "[]" {
+				continue
+			}
+			always = always || adds
 			nonEmpty = append(nonEmpty, "size("+o+") > 0")
 			ops = append(ops, o)
 		case v != "":
+			always = true
 			nonEmpty = append(nonEmpty, "true")
 			ops = append(ops, op("add", cp, v))
 		}
 	}
 	if len(ops) == 0 {
-		return "[]", nil
+		return "[]", false, nil
 	}
-	return "(" + strings.Join(nonEmpty, " || ") + " ? " + op("add", p, "{}") + " + " + concat(ops) + " : [])", nil
+	empty := op("add", p, "{}")
+	if w.first != "" {
+		empty = "(" + w.first + " ? " + empty + " : [])"
+	}
+	if always {
+		return empty + " + " + concat(ops), true, nil
+	}
+	return "(" + strings.Join(nonEmpty, " || ") + " ? " + empty + " + " + concat(ops) + " : [])", false, nil
 }
 
 // cleanedField is a field's cleaned value; dyn says it is a map holding

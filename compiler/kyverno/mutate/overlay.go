@@ -75,6 +75,8 @@ type reader struct {
 	// dynamicNames accepts a list element named by a {{ }} variable
 	// (a foreach entry's patch, for one element).
 	dynamicNames bool
+	// forEach says the overlay is a foreach entry's.
+	forEach bool
 }
 
 // readMap reads the overlay map m at path; objPath is its place in the
@@ -101,6 +103,11 @@ func (r *reader) readMap(m map[string]any, path, objPath string) (*mapNode, erro
 		}
 		seen[name] = true
 		f := &field{raw: raw, name: name, kind: kind, path: fp}
+		if f.isDynamic() {
+			if err := r.readDynamicKey(raw, kind, m[raw], fp); err != nil {
+				return nil, err
+			}
+		}
 		if err := r.readField(f, m[raw], join(objPath, name)); err != nil {
 			return nil, err
 		}
@@ -193,7 +200,7 @@ func (r *reader) readList(items []any, path string) (*listNode, error) {
 		if !ok {
 			return nil, errorf(ep, "a list element that is not a map is not translated")
 		}
-		er := &reader{inElement: true, scope: r.scope, dynamicNames: r.dynamicNames}
+		er := &reader{inElement: true, scope: r.scope, dynamicNames: r.dynamicNames, forEach: r.forEach}
 		n, err := er.readMap(m, ep, "")
 		if err != nil {
 			return nil, err

@@ -18,6 +18,16 @@ type walker struct {
 	fresh int
 	// scope is where {{ }} variables of the patch are read.
 	scope conditions.Scope
+	// keyNames are the names bound to the keys with variables, keys
+	// their CEL (keys.go); checked the maps whose keys are checked to
+	// differ once substituted.
+	keyNames map[*field]string
+	keys     keyBindings
+	checked  map[*mapNode]bool
+	// first, in a foreach entry's patch, is the CEL bool saying the element
+	// is the first patched: only it adds the maps the object misses (the
+	// next elements' patches find them).
+	first string
 }
 
 func (w *walker) value(v any, path string) (string, error) { return value(v, path, w.scope, &w.fresh) }

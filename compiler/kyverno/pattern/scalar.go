@@ -32,9 +32,21 @@ func scalarPredicate(p any, fp *field.Path) (predicate, error) {
 	case float64:
 		return floatPredicate(pt), nil
 	case string:
-		return stringPredicate(pt, fp)
+		return stringPredicate(pt, fp, false)
 	}
 	return nil, errorf(fp, "unsupported pattern value of type %T", p)
+}
+
+// ValidateText renders Kyverno's pattern.Validate(value, p) for a string
+// pattern p and a value that is always a string, the CEL expression v (of
+// type dyn): the In operators of conditions check a key's text against a
+// range value this way.
+func ValidateText(p, v string) (string, error) {
+	pred, err := stringPredicate(p, nil, true)
+	if err != nil {
+		return "", err
+	}
+	return pred(v), nil
 }
 
 // intPredicate is validateIntPattern: an int equal to n, a float without
@@ -77,15 +89,16 @@ func doubleLiteral(f float64) string {
 }
 
 // stringPredicate is validateStringPatterns: the value equals the pattern,
-// or one of the '|' alternatives has all its '&' conditions true.
-func stringPredicate(p string, fp *field.Path) (predicate, error) {
+// or one of the '|' alternatives has all its '&' conditions true. text
+// says the value is always a string.
+func stringPredicate(p string, fp *field.Path, text bool) (predicate, error) {
 	var alts [][]predicate
 	single := false
 	for _, alt := range strings.Split(p, "|") {
 		var conds []predicate
 		for _, cond := range strings.Split(strings.Trim(alt, " "), "&") {
 			cond = strings.Trim(cond, " ")
-			pr, err := conditionPredicate(cond, fp)
+			pr, err := conditionPredicate(cond, fp, text)
 			if err != nil {
 				return nil, err
 			}
@@ -152,8 +165,9 @@ func operatorOf(p string) operator {
 }
 
 // conditionPredicate is validateStringPattern: ranges become two
-// comparisons, other operators compare the rest of the condition.
-func conditionPredicate(p string, fp *field.Path) (predicate, error) {
+// comparisons, other operators compare the rest of the condition (text:
+// the value is always a string).
+func conditionPredicate(p string, fp *field.Path, text bool) (predicate, error) {
 	switch op := operatorOf(p); op {
 	case opInRange, opNotInRange:
 		re, joiner, lo, hi := inRangeRegex, " && ", ">= ", "<= "
@@ -161,17 +175,17 @@ func conditionPredicate(p string, fp *field.Path) (predicate, error) {
 			re, joiner, lo, hi = notInRangeRegex, " || ", "< ", "> "
 		}
 		m := re.FindStringSubmatch(p)
-		left, err := conditionPredicate(lo+m[1], fp)
+		left, err := conditionPredicate(lo+m[1], fp, text)
 		if err != nil {
 			return nil, err
 		}
-		right, err := conditionPredicate(hi+m[2], fp)
+		right, err := conditionPredicate(hi+m[2], fp, text)
 		if err != nil {
 			return nil, err
 		}
 		return func(v string) string { return "(" + left(v) + joiner + right(v) + ")" }, nil
 	default:
-		return comparison(strings.TrimSpace(p[len(op):]), op, fp)
+		return comparison(strings.TrimSpace(p[len(op):]), op, fp, text)
 	}
 }
 
@@ -180,10 +194,11 @@ var celOp = map[operator]string{opEqual: "==", opNotEqual: "!=", opMore: ">", op
 // comparison is validateString: compared as durations when the pattern and
 // the value are durations, else as quantities when both are quantities,
 // else as strings with wildcards (== and != only). A missing value counts
-// as "0" for durations and quantities.
-func comparison(p string, op operator, fp *field.Path) (predicate, error) {
+// as "0" for durations and quantities. text says the value is always a
+// string.
+func comparison(p string, op operator, fp *field.Path, text bool) (predicate, error) {
 	_, qerr := resource.ParseQuantity(p)
-	str, err := stringComparison(p, op, qerr == nil, fp)
+	str, err := stringComparison(p, op, qerr == nil || text, fp)
 	if err != nil {
 		return nil, err
 	}
@@ -213,15 +228,15 @@ const durationRegex = `^[-+]?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s
 
 // stringComparison is compareString: for == and != the value, if a string,
 // int or bool (a float is written %E), matches the pattern with wildcards;
-// other operators, and other values, never match. quantity says the pattern
-// is a quantity.
-func stringComparison(p string, op operator, quantity bool, fp *field.Path) (predicate, error) {
+// other operators, and other values, never match. noFloat says no float
+// reaches it: the pattern is a quantity (a float is compared as one), or
+// the value is always a string.
+func stringComparison(p string, op operator, noFloat bool, fp *field.Path) (predicate, error) {
 	if op != opEqual && op != opNotEqual {
 		return func(string) string { return "false" }, nil
 	}
-	// A float is a quantity: with a quantity pattern it never gets here.
 	double := false
-	if !quantity {
+	if !noFloat {
 		var err error
 		if double, err = matchesFloatText(p, fp); err != nil {
 			return nil, err

@@ -225,7 +225,7 @@ func TestChecksDecideAlikeOnTypedPods(t *testing.T) {
 			if v.Records == nil {
 				continue
 			}
-			eval := program(t, []Variable{{"kpsPod", DefaultView(specOf, metaOf)}}, "["+v.Records("variables.kpsPod")+"].map(d, "+segment(c, "d", "d")+")[0]")
+			eval := program(t, []Variable{{"kpsPod", DefaultView(specOf, metaOf)}}, "["+v.Records("variables.kpsPod")+"].map(d, "+segment(c, "d", "d", "'spec'")+")[0]")
 			for _, p := range pods {
 				if _, ok := decodePod(p.Object); !ok {
 					continue
