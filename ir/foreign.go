@@ -18,6 +18,9 @@ type PolicyRef struct {
 	// AutogenOf names the rule (or, for kinds without rules, the policy) a
 	// policy generated for pod controllers was generated from.
 	AutogenOf string `json:"autogenOf,omitempty"`
+	// ParamsContext names the rule's configMap context entry that the
+	// policy reads as params (its binding's paramRef names the ConfigMap).
+	ParamsContext string `json:"paramsContext,omitempty"`
 }
 
 // Skipped is a policy or rule the compiler read but could not emit, because

@@ -86,12 +86,12 @@ func (r *reader) rule(p *clusterPolicyObject, c computedRule) {
 		r.skip(ref, f.path, f.feature, "%s", f.why)
 		return
 	}
-	vars, f := ruleContext(c.rule, path)
+	vars, cm, f := ruleContext(c.rule, path, p.Metadata.Namespace)
 	if f != nil {
 		r.skip(ref, f.path, f.feature, "%s", f.why)
 		return
 	}
-	r.vars = vars
+	r.vars, r.configMap = vars, cm
 	m, f := lowerMatch(c.rule, path, p.Metadata.Namespace)
 	if f != nil {
 		r.skip(ref, f.path, f.feature, "%s", f.why)
@@ -170,6 +170,10 @@ func (r *reader) rule(p *clusterPolicyObject, c computedRule) {
 		}
 	}
 	if f := r.contextVariables(pol, path); f != nil {
+		r.skip(ref, f.path, f.feature, "%s", f.why)
+		return
+	}
+	if f := r.configMapParams(pol, &b, c, m.condition != "", actions[0] == ir.Deny); f != nil {
 		r.skip(ref, f.path, f.feature, "%s", f.why)
 		return
 	}
@@ -320,47 +324,92 @@ var contextNameRegex = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 var loopNameRegex = regexp.MustCompile(`^element(Index)?[0-9]+$`)
 
 // ruleContext reads a rule's context: admitc translates variable entries
-// (computed from the request, conditions.Variable) in validate rules, and
-// refuses the entries Kyverno loads from outside the request.
-func ruleContext(rule kyvernov1.Rule, path string) ([]conditions.Variable, *refusal) {
+// (computed from the request, conditions.Variable) in validate rules and
+// one configMap entry in deny and pattern rules (read as params), and
+// refuses the entries Kyverno loads from outside the request otherwise.
+func ruleContext(rule kyvernov1.Rule, path, policyNamespace string) ([]conditions.Variable, *configMapEntry, *refusal) {
 	var out []conditions.Variable
+	var cm *configMapEntry
 	seen := map[string]bool{}
 	for i, e := range rule.Context {
 		at := fmt.Sprintf("%s.context[%d]", path, i)
-		if e.Variable == nil {
-			return nil, &refusal{contextFeature(e), at, "Kyverno loads this context entry from outside the admission request (the API server, a ConfigMap, an image registry or its global context); an admission policy cannot load it"}
-		}
-		v := e.Variable
-		switch {
-		case rule.Mutation != nil && len(rule.Mutation.ForEachMutation) > 0:
-			return nil, &refusal{"context.variable", at, "context variables of mutate.foreach rules are not translated yet (Kyverno reloads them as each element patches the object); they are translated in validate rules and in other mutate rules"}
-		case !contextNameRegex.MatchString(e.Name):
-			return nil, &refusal{"context.variable", at + ".name", fmt.Sprintf("the context variable name %q is not a JMESPath identifier, which admitc needs to read it", e.Name)}
-		case loopNameRegex.MatchString(e.Name):
-			return nil, &refusal{"context.variable", at + ".name", fmt.Sprintf("the context variable name %q is also the name of a foreach element or index", e.Name)}
-		case seen[e.Name]:
-			return nil, &refusal{"context.variable", at + ".name", fmt.Sprintf("a second context variable named %q is not translated (Kyverno loads both, the later replacing the earlier)", e.Name)}
-		case strings.Contains(v.JMESPath, "{{"):
-			return nil, &refusal{"context.variable", at + ".variable.jmesPath", "{{ }} variables inside a context variable's jmesPath are not translated"}
+		if f := contextNameRefusal(rule, e, at, seen); f != nil {
+			return nil, nil, f
 		}
 		seen[e.Name] = true
-		cv := conditions.Variable{Name: e.Name, JMESPath: v.JMESPath}
-		var err error
-		if x := v.GetValue(); x != nil {
-			cv.HasValue = true
-			if cv.Value, err = untyped(x); err != nil {
-				return nil, &refusal{"context.variable", at + ".variable.value", err.Error()}
+		if e.ConfigMap != nil {
+			if f := configMapRuleRefusal(rule, at, cm != nil); f != nil {
+				return nil, nil, f
 			}
+			v, entry, f := configMapVariable(e, at, policyNamespace)
+			if f != nil {
+				return nil, nil, f
+			}
+			out, cm = append(out, v), entry
+			continue
 		}
-		if x := v.GetDefault(); x != nil {
-			cv.HasDefault = true
-			if cv.Default, err = untyped(x); err != nil {
-				return nil, &refusal{"context.variable", at + ".variable.default", err.Error()}
-			}
+		cv, f := contextVariable(e, at)
+		if f != nil {
+			return nil, nil, f
 		}
 		out = append(out, cv)
 	}
-	return out, nil
+	return out, cm, nil
+}
+
+// configMapRuleRefusal refuses a configMap entry in a rule whose kind
+// admitc does not read it in, or a second one.
+func configMapRuleRefusal(rule kyvernov1.Rule, at string, second bool) *refusal {
+	v := rule.Validation
+	switch {
+	case second:
+		return &refusal{"context.configMap", at, "a second configMap context entry in a rule is not translated: an admission policy reads one parameter object (its binding's paramRef)"}
+	case v == nil || v.Deny == nil && v.GetPattern() == nil && v.GetAnyPattern() == nil:
+		return &refusal{"context.configMap", at, "configMap context entries are translated in validate rules with deny conditions or a pattern; not yet in foreach, podSecurity, cel or mutate rules"}
+	}
+	return nil
+}
+
+// contextNameRefusal refuses a context entry's name admitc cannot read
+// (or any entry but a variable or configMap one).
+func contextNameRefusal(rule kyvernov1.Rule, e kyvernov1.ContextEntry, at string, seen map[string]bool) *refusal {
+	feature := contextFeature(e)
+	switch {
+	case e.Variable == nil && e.ConfigMap == nil:
+		return &refusal{feature, at, "Kyverno loads this context entry from outside the admission request (the API server, an image registry or its global context); an admission policy cannot load it"}
+	case rule.Mutation != nil && len(rule.Mutation.ForEachMutation) > 0:
+		return &refusal{feature, at, "context variables of mutate.foreach rules are not translated yet (Kyverno reloads them as each element patches the object); they are translated in validate rules and in other mutate rules"}
+	case !contextNameRegex.MatchString(e.Name):
+		return &refusal{feature, at + ".name", fmt.Sprintf("the context variable name %q is not a JMESPath identifier, which admitc needs to read it", e.Name)}
+	case loopNameRegex.MatchString(e.Name):
+		return &refusal{feature, at + ".name", fmt.Sprintf("the context variable name %q is also the name of a foreach element or index", e.Name)}
+	case seen[e.Name]:
+		return &refusal{feature, at + ".name", fmt.Sprintf("a second context variable named %q is not translated (Kyverno loads both, the later replacing the earlier)", e.Name)}
+	}
+	return nil
+}
+
+// contextVariable reads a context entry of type variable.
+func contextVariable(e kyvernov1.ContextEntry, at string) (conditions.Variable, *refusal) {
+	v := e.Variable
+	if strings.Contains(v.JMESPath, "{{") {
+		return conditions.Variable{}, &refusal{"context.variable", at + ".variable.jmesPath", "{{ }} variables inside a context variable's jmesPath are not translated"}
+	}
+	cv := conditions.Variable{Name: e.Name, JMESPath: v.JMESPath}
+	var err error
+	if x := v.GetValue(); x != nil {
+		cv.HasValue = true
+		if cv.Value, err = untyped(x); err != nil {
+			return cv, &refusal{"context.variable", at + ".variable.value", err.Error()}
+		}
+	}
+	if x := v.GetDefault(); x != nil {
+		cv.HasDefault = true
+		if cv.Default, err = untyped(x); err != nil {
+			return cv, &refusal{"context.variable", at + ".variable.default", err.Error()}
+		}
+	}
+	return cv, nil
 }
 
 // untyped is Kyverno's DocumentToUntyped: x through JSON (numbers become

@@ -115,8 +115,16 @@ func TestContextRefusals(t *testing.T) {
         deny: {conditions: {any: [{key: "{{ element.name }}", operator: Equals, value: x}]}}
 `
 	cases := map[string]struct{ entries, body, want string }{
-		"configMap": {"    - {name: cm, configMap: {name: c, namespace: n}}\n", denyTeam,
-			`p.yaml:15:7: spec.rules[0].context[0]: context.configMap: Kyverno loads this context entry from outside the admission request (the API server, a ConfigMap, an image registry or its global context); an admission policy cannot load it`},
+		"configMap named by a variable": {"    - {name: cm, configMap: {name: '{{ request.namespace }}', namespace: n}}\n", denyCM,
+			`p.yaml:15:36: spec.rules[0].context[0].configMap.name: context.configMap: the ConfigMap's name "{{ request.namespace }}" has variables, which Kyverno substitutes per request; a paramRef names one ConfigMap`},
+		"two configMaps": {"    - {name: cm, configMap: {name: c, namespace: n}}\n    - {name: cm2, configMap: {name: d, namespace: n}}\n", denyCM,
+			`p.yaml:16:7: spec.rules[0].context[1]: context.configMap: a second configMap context entry in a rule is not translated: an admission policy reads one parameter object (its binding's paramRef)`},
+		"configMap in a foreach rule": {"    - {name: cm, configMap: {name: c, namespace: n}}\n", foreachList,
+			`p.yaml:15:7: spec.rules[0].context[0]: context.configMap: configMap context entries are translated in validate rules with deny conditions or a pattern; not yet in foreach, podSecurity, cel or mutate rules`},
+		"configMap read after a condition that can decide": {"    - {name: cm, configMap: {name: c, namespace: n}}\n", denyCMLate,
+			`p.yaml:15:7: spec.rules[0].context[0]: context.configMap: the first condition or pattern Kyverno evaluates does not read "cm", so the rule can finish without loading the ConfigMap, while the API server looks up the paramRef first: a missing ConfigMap would fail requests Kyverno admits`},
+		"apiCall": {"    - {name: cm, apiCall: {urlPath: /api/v1/namespaces}}\n", denyTeam,
+			`p.yaml:15:7: spec.rules[0].context[0]: context.apiCall: Kyverno loads this context entry from outside the admission request (the API server, an image registry or its global context); an admission policy cannot load it`},
 		"a name with a dot": {"    - {name: team.name, variable: {value: x}}\n", denyTeam,
 			`p.yaml:15:14: spec.rules[0].context[0].name: context.variable: the context variable name "team.name" is not a JMESPath identifier, which admitc needs to read it`},
 		"a foreach element's name": {"    - {name: element0, variable: {value: x}}\n", denyTeam,
@@ -190,3 +198,20 @@ func TestMutateRuleContextVariables(t *testing.T) {
 		})
 	}
 }
+
+const denyCM = `    validate:
+      failureAction: Enforce
+      deny:
+        conditions:
+          any:
+          - {key: "{{ request.object.metadata.name }}", operator: AnyIn, value: "{{ split(cm.data.names, ',') }}"}
+`
+
+const denyCMLate = `    validate:
+      failureAction: Enforce
+      deny:
+        conditions:
+          any:
+          - {key: "{{ request.object.metadata.name }}", operator: Equals, value: blocked}
+          - {key: "{{ request.object.metadata.name }}", operator: AnyIn, value: "{{ split(cm.data.names, ',') }}"}
+`

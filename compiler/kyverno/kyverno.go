@@ -74,6 +74,9 @@ type reader struct {
 	diags      diag.Diagnostics
 	// vars are the context variables of the rule being lowered.
 	vars []conditions.Variable
+	// configMap is the configMap context entry of the rule being lowered
+	// (nil: none).
+	configMap *configMapEntry
 }
 
 // origin is the origin of the field at path, or of the document.

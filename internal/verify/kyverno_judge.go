@@ -145,10 +145,11 @@ func (s *kyvernoSuite) family(name, rule string) ([]*ir.Policy, []ir.Skipped) {
 // paramsUnsupported refuses to judge a ClusterPolicy rule with paramKind:
 // kyverno test v1.19 does not find the test's paramResources for a
 // validate.cel rule (every result is error: parameter object not found),
-// and admitc does not imitate that.
+// and admitc does not imitate that. A rule's configMap context entry read
+// as params (From.ParamsContext) is judged (kyverno_configmap.go).
 func paramsUnsupported(family []*ir.Policy) string {
 	for _, p := range family {
-		if p.ParamKind != nil && p.From.Rule != "" {
+		if p.ParamKind != nil && p.From.Rule != "" && p.From.ParamsContext == "" {
 			return "a validate.cel rule with paramKind: kyverno test v1.19 does not load paramResources for it (it reports error, parameter object not found), so admitc cannot say what kyverno test would"
 		}
 	}
@@ -282,6 +283,12 @@ func (s *kyvernoSuite) response(run *evaluationRun, p *ir.Policy) (ruleResponse,
 	}
 	outcome, detail := lastTrace(result, p.Name)
 	rr := ruleResponse{policy: p}
+	if outcome == runtime.NoParams && p.From != nil && p.From.ParamsContext != "" {
+		// An Audit rule's missing ConfigMap (parameterNotFoundAction
+		// Allow): Kyverno's rule fails to load its context.
+		rr.status, rr.message = statusError, "failed to load context: no ConfigMap for context entry "+p.From.ParamsContext
+		return rr, true
+	}
 	switch outcome {
 	case "", runtime.NotMatched:
 		return rr, false

@@ -313,20 +313,21 @@ func (s *kyvernoSuite) operation(res testResult, policy string, o *unstructured.
 	return op
 }
 
-// request is the admission request Kyverno's CLI simulates for o: UPDATE
+// request is the admission request Kyverno's CLI simulates for o, with
+// the parameter objects params (requestParams): UPDATE
 // sends the object as both object and oldObject, DELETE only as oldObject;
 // a kind the values file names as a subresource is sent as its parent's.
-func (s *kyvernoSuite) request(o *unstructured.Unstructured, op ir.Operation) *runtime.Request {
+func (s *kyvernoSuite) request(o *unstructured.Unstructured, op ir.Operation, params []*unstructured.Unstructured) *runtime.Request {
 	gvk := o.GroupVersionKind()
 	req := &runtime.Request{
 		UID: "admitc-verify", Kind: gvk, Resource: runtime.ResourceFor(gvk), Operation: op,
-		Namespace: o.GetNamespace(), Name: o.GetName(), Object: o, User: s.user, Params: s.params,
+		Namespace: o.GetNamespace(), Name: o.GetName(), Object: o, User: s.user, Params: params,
 		NamespaceLabels: s.namespaceLabels(o.GetNamespace()), Explain: true,
 	}
 	if s.library != nil || s.values != nil && len(s.values.Namespaces) > 0 {
 		st := &runtime.StaticState{
 			NamespaceLabels: map[string]map[string]string{o.GetNamespace(): req.NamespaceLabels},
-			ParamObjects:    s.params, Namespaces: map[string]*corev1.Namespace{},
+			ParamObjects:    params, Namespaces: map[string]*corev1.Namespace{},
 		}
 		if s.library != nil {
 			st.Library = s.library
@@ -415,9 +416,12 @@ func (s *kyvernoSuite) run(ctx context.Context, o *unstructured.Unstructured, op
 	if r, ok := s.runs[key]; ok {
 		return r, nil
 	}
-	req := s.request(o, op)
+	params, err := s.requestParams(o)
+	if err != nil {
+		return nil, err
+	}
+	req := s.request(o, op, params)
 	r := &evaluationRun{}
-	var err error
 	if r.validated, err = s.engine.Validate(ctx, req); err != nil {
 		return nil, err
 	}

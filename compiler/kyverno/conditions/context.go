@@ -18,7 +18,15 @@ type Variable struct {
 	HasValue   bool
 	Default    any
 	HasDefault bool
+	// CEL, when set, is the entry's value as a CEL expression, loaded from
+	// outside the request (a configMap entry read from params); the other
+	// fields are then unused.
+	CEL string
 }
+
+// Loads says whether Kyverno's deferred loader loads the context entry
+// named name before it evaluates text (a query, or a {{ }} string).
+func Loads(name, text string) bool { return loadsRegex(name).MatchString(text) }
 
 // loadsRegex is Kyverno's deferred loader's matcher for a context entry
 // (NewDeferredLoader): the name on ASCII word boundaries, not preceded by a
@@ -90,6 +98,9 @@ func (s Scope) VariableExpression(i int) (string, error) {
 // under Capture it is UnknownKey there instead.
 func (s Scope) variable(i int, fresh *int) (string, error) {
 	v := s.Context[i]
+	if v.CEL != "" {
+		return v.CEL, nil
+	}
 	base := Scope{Object: s.Object, OldObject: s.OldObject, Operation: s.Operation, Capture: s.Capture, Context: s.Context[:i], ContextVariables: s.ContextVariables}
 	name := func(prefix string) string {
 		n := fmt.Sprintf("%s%d", prefix, *fresh)

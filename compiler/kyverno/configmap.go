@@ -1,0 +1,172 @@
+package kyverno
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	kyvernov1 "github.com/kyverno/kyverno/api/kyverno/v1"
+
+	"github.com/admitc/admitc/compiler/kyverno/conditions"
+	"github.com/admitc/admitc/ir"
+)
+
+// A rule's context entry of type configMap is what Kyverno's configMap
+// loader (pkg/engine/context/loaders/configmap.go) puts in its context:
+// {data: the ConfigMap's data, metadata: its ObjectMeta}, read from the
+// cluster when a query first names the entry. admitc reads the ConfigMap
+// as the policy's params (paramKind v1 ConfigMap, the binding's paramRef
+// naming it), so the API server and serve read it from the cluster too.
+//
+// A ConfigMap that is missing is, for Kyverno, the rule's error ("failed
+// to load context") where it loads the entry: an Enforce rule then blocks
+// the request under failurePolicy Fail and admits it under Ignore
+// (pkg/utils/engine BlockRequest), an Audit rule admits it. The binding
+// says the same: parameterNotFoundAction Deny for an Enforce rule (a
+// configuration error, which the policy's failurePolicy decides), Allow
+// for an Audit rule (the policy is not evaluated: the request is admitted).
+// The API server looks the parameter up before any match condition, so the
+// translation is exact only for a rule that loads the entry on every
+// request its match constraints select; the others are refused.
+
+// configMapCEL is the entry's value read from params, as the loader builds
+// it: data is null on a ConfigMap without data.
+const configMapCEL = `{"data": has(params.data) ? dyn(params.data) : null, "metadata": dyn(params.metadata)}`
+
+// configMapEntry is a rule's configMap context entry: its name and the
+// ConfigMap it names.
+type configMapEntry struct {
+	entry, name, namespace, path string
+}
+
+// configMapVariable reads the configMap entry e at path as a context
+// variable whose value is read from params; policyNamespace is a Policy's
+// namespace ("" for a ClusterPolicy).
+func configMapVariable(e kyvernov1.ContextEntry, at, policyNamespace string) (conditions.Variable, *configMapEntry, *refusal) {
+	cm := e.ConfigMap
+	for _, f := range []struct{ field, value string }{{"name", cm.Name}, {"namespace", cm.Namespace}} {
+		if strings.Contains(f.value, "{{") || strings.Contains(f.value, "$(") {
+			return conditions.Variable{}, nil, &refusal{"context.configMap", at + ".configMap." + f.field, fmt.Sprintf("the ConfigMap's %s %q has variables, which Kyverno substitutes per request; a paramRef names one ConfigMap", f.field, f.value)}
+		}
+	}
+	if cm.Name == "" {
+		return conditions.Variable{}, nil, &refusal{"context.configMap", at + ".configMap.name", "a configMap context entry needs the ConfigMap's name"}
+	}
+	ns := cm.Namespace
+	switch {
+	case ns == "" && policyNamespace != "":
+		ns = policyNamespace
+	case ns == "":
+		ns = "default"
+	case policyNamespace != "" && ns != policyNamespace:
+		return conditions.Variable{}, nil, &refusal{"context.configMap", at + ".configMap.namespace", fmt.Sprintf("Kyverno refuses to read a ConfigMap in namespace %q for a Policy of namespace %q: the rule fails wherever it reads the entry", ns, policyNamespace)}
+	}
+	return conditions.Variable{Name: e.Name, CEL: configMapCEL}, &configMapEntry{entry: e.Name, name: cm.Name, namespace: ns, path: at}, nil
+}
+
+// configMapParams makes pol read the rule's ConfigMap as params through
+// binding b, when the rule reads it: refused where the rule can finish
+// without loading it on a request its match constraints select.
+func (r *reader) configMapParams(pol *ir.Policy, b *ir.Binding, c computedRule, generatedMatch bool, enforce bool) *refusal {
+	cm := r.configMap
+	if cm == nil {
+		return nil
+	}
+	texts := ruleTexts(c.rule)
+	if !r.mentions(cm.entry, strings.Join(texts.all, "\n"), nil) {
+		return nil
+	}
+	switch {
+	case generatedMatch:
+		return &refusal{"context.configMap", cm.path, "the rule's match or exclude needs a match condition, which the API server evaluates after it looks up the paramRef: a missing ConfigMap would fail requests Kyverno's rule does not match"}
+	case len(c.rule.CELPreconditions) > 0:
+		return &refusal{"context.configMap", cm.path, "the rule's celPreconditions can skip it before Kyverno loads the ConfigMap, while the API server looks up the paramRef first: a missing ConfigMap would fail requests Kyverno skips"}
+	case !r.mentions(cm.entry, texts.first, nil):
+		return &refusal{"context.configMap", cm.path, fmt.Sprintf("the first condition or pattern Kyverno evaluates does not read %q, so the rule can finish without loading the ConfigMap, while the API server looks up the paramRef first: a missing ConfigMap would fail requests Kyverno admits", cm.entry)}
+	}
+	pol.ParamKind = &ir.ParamKind{APIVersion: "v1", Kind: "ConfigMap"}
+	action := ir.ParamAllow
+	if enforce {
+		action = ir.ParamDeny
+	}
+	b.ParamRef = &ir.ParamRef{Name: cm.name, Namespace: cm.namespace, ParameterNotFoundAction: action}
+	pol.From.ParamsContext = cm.entry
+	return nil
+}
+
+// mentions says whether Kyverno loads the entry named name to evaluate
+// text: text names it, or names another context variable whose query or
+// value names it.
+func (r *reader) mentions(name, text string, seen map[string]bool) bool {
+	if conditions.Loads(name, text) {
+		return true
+	}
+	if seen == nil {
+		seen = map[string]bool{}
+	}
+	for _, v := range r.vars {
+		if v.CEL != "" || seen[v.Name] || !conditions.Loads(v.Name, text) {
+			continue
+		}
+		seen[v.Name] = true
+		if r.mentions(name, v.JMESPath+"\n"+jsonText(v.Value)+"\n"+jsonText(v.Default), seen) {
+			return true
+		}
+	}
+	return false
+}
+
+// ruleText is what a validate rule evaluates: first, the text Kyverno
+// substitutes first on every request the rule matches (the first
+// precondition, else the first deny condition, else the pattern); all,
+// everything it may substitute.
+type ruleText struct {
+	first string
+	all   []string
+}
+
+func ruleTexts(rule kyvernov1.Rule) ruleText {
+	v := rule.Validation
+	var t ruleText
+	if pre, err := conditions.Decode(rule.GetAnyAllConditions()); err == nil {
+		t.first = firstCondition(pre)
+		t.all = append(t.all, jsonText(pre))
+	}
+	if v == nil {
+		return t
+	}
+	t.all = append(t.all, v.Message)
+	switch {
+	case v.Deny != nil:
+		deny, err := conditions.Decode(v.Deny.GetAnyAllConditions())
+		if err == nil && t.first == "" {
+			t.first = firstCondition(deny)
+		}
+		t.all = append(t.all, jsonText(deny))
+	case v.GetPattern() != nil || v.GetAnyPattern() != nil:
+		p := jsonText(v.GetPattern()) + jsonText(v.GetAnyPattern())
+		if t.first == "" {
+			t.first = p
+		}
+		t.all = append(t.all, p)
+	}
+	return t
+}
+
+// firstCondition is the key and value of the condition Kyverno evaluates
+// first in c: the first any condition, else the first all condition.
+func firstCondition(c kyvernov1.AnyAllConditions) string {
+	list := c.AnyConditions
+	if len(list) == 0 {
+		list = c.AllConditions
+	}
+	if len(list) == 0 {
+		return ""
+	}
+	return jsonText(list[0].GetKey()) + "\n" + jsonText(list[0].GetValue())
+}
+
+func jsonText(x any) string {
+	data, _ := json.Marshal(x)
+	return string(data)
+}
