@@ -53,7 +53,8 @@ func TestAdversarialPoliciesAreRefusedCheaply(t *testing.T) {
 }
 
 // A foreach nested as deep as allowed compiles, in memory that grows with
-// its depth, not exponentially (depth 3 took 2.3 GB before entries shared
+// its depth, not exponentially (depth 3 allocated 632 MB, depth 5 9.6 GB,
+// before entries shared
 // their failure test).
 func TestNestedForEachWithinTheLimitCompiles(t *testing.T) {
 	compiler.Compile([]compiler.Source{{Name: "warm.yaml", Data: adversarial.NestedForEach(1)}}, compiler.Options{})
