@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/version"
 
@@ -18,6 +19,10 @@ type fileWork struct {
 	r       *reader
 	decls   []*declWork
 	foreign []*foreignWork
+	budget  *fileBudget
+	// refused says the file is over its budget: none of its policies is
+	// checked or taken.
+	refused bool
 }
 
 // declWork is one of admitc's own policies, lowered; check is nil when the
@@ -42,6 +47,8 @@ type checkJob struct {
 	kubeVersion *version.Version
 	autogen     bool
 	kinds       []ir.WorkloadKind
+	// budget is the file's, which the check spends.
+	budget *fileBudget
 
 	errs            []celenv.ExprError
 	err             error
@@ -51,8 +58,10 @@ type checkJob struct {
 
 // readFile parses and lowers one file, preparing the checks of its policies.
 func readFile(src Source, opts Options) *fileWork {
+	start := time.Now()
 	r := &reader{file: src.Name, lines: strings.Split(string(src.Data), "\n"), exprNodes: map[string]field{}}
-	fw := &fileWork{r: r}
+	fw := &fileWork{r: r, budget: &fileBudget{limit: opts.Budget.withDefaults().Time}}
+	defer fw.budget.add(start)
 	decls, foreign := r.parse(src.Data)
 	for _, d := range decls {
 		before := len(r.diags)
@@ -63,7 +72,7 @@ func readFile(src Source, opts Options) *fileWork {
 			if d.policy.Type == TypeCEL {
 				addBuiltinVariables(&d.policy)
 			}
-			w.check = &checkJob{policy: &d.policy, kubeVersion: opts.KubeVersion, autogen: d.policy.Type == TypeCEL, kinds: d.kinds}
+			w.check = &checkJob{policy: &d.policy, kubeVersion: opts.KubeVersion, autogen: d.policy.Type == TypeCEL, kinds: d.kinds, budget: fw.budget}
 		}
 		fw.decls = append(fw.decls, w)
 	}
@@ -77,16 +86,38 @@ func readFile(src Source, opts Options) *fileWork {
 					}
 				}
 			}
-			w.checks = append(w.checks, &checkJob{policy: p, kubeVersion: opts.KubeVersion})
+			w.checks = append(w.checks, &checkJob{policy: p, kubeVersion: opts.KubeVersion, budget: fw.budget})
 		}
 		fw.foreign = append(fw.foreign, w)
 	}
+	fw.spendCEL(opts.Budget.withDefaults().CEL)
 	return fw
+}
+
+// spendCEL refuses the file, before any of its CEL is checked, when its
+// policies emit more than limit characters of CEL.
+func (fw *fileWork) spendCEL(limit int) {
+	var ps []*ir.Policy
+	for _, d := range fw.decls {
+		if d.check != nil {
+			ps = append(ps, d.check.policy)
+		}
+	}
+	for _, f := range fw.foreign {
+		ps = append(ps, f.policies...)
+	}
+	if o, err := overCEL(ps, limit); err != nil {
+		fw.r.errorf(o, "%v", err)
+		fw.refused = true
+	}
 }
 
 // jobs are the file's checks, in file order.
 func (fw *fileWork) jobs() []*checkJob {
 	var out []*checkJob
+	if fw.refused {
+		return nil
+	}
 	for _, d := range fw.decls {
 		if d.check != nil {
 			out = append(out, d.check)
@@ -117,14 +148,16 @@ func runChecks(jobs []*checkJob) {
 }
 
 func (c *checkJob) run() {
-	c.errs, c.err = celenv.Check(c.policy, c.kubeVersion)
+	start := time.Now()
+	c.errs, c.err = celenv.CheckWithin(c.policy, c.kubeVersion, c.budget.stopper(start))
+	c.budget.add(start)
 	if !c.autogen || c.err != nil || len(c.errs) > 0 {
 		return
 	}
 	c.generated = autogenCEL(*c.policy, c.kinds)
 	c.generatedChecks = make([]*checkJob, len(c.generated))
 	for i := 1; i < len(c.generated); i++ {
-		g := &checkJob{policy: &c.generated[i], kubeVersion: c.kubeVersion}
+		g := &checkJob{policy: &c.generated[i], kubeVersion: c.kubeVersion, budget: c.budget}
 		g.run()
 		c.generatedChecks[i] = g
 	}

@@ -34,6 +34,9 @@ type Options struct {
 	// cannot evaluate (a Kyverno rule with an API call, say) and lists them
 	// in the set's Skipped, instead of reporting them as errors.
 	KeepGoing bool
+	// Budget bounds what compiling each file may cost; its zero value is
+	// the defaults.
+	Budget Budget
 }
 
 // Compile parses, lowers and type-checks the given policy files into one
@@ -59,6 +62,10 @@ func Compile(sources []Source, opts Options) (*ir.PolicySet, Diagnostics) {
 	runChecks(jobs)
 	for _, fw := range files {
 		r := fw.r
+		if fw.refused {
+			diags = append(diags, r.diags...)
+			continue
+		}
 		for _, d := range fw.decls {
 			set.Policies = append(set.Policies, r.compilePolicy(d, names)...)
 		}

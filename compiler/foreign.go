@@ -151,17 +151,26 @@ func (r *reader) compileForeign(f *foreignWork, names map[string]ir.Origin) []ir
 // diagnostics after before) of a policy admitc translated from a Kyverno
 // rule's pattern, deny, foreach or mutate into a refusal of that rule: a
 // bug in admitc's translation, reported with its reason, must not cost the
-// file's other rules (they still compile with --keep-going).
+// file's other rules (they still compile with --keep-going). A limit the
+// rule ran into (its CEL too long or too deeply nested, the file's
+// compile budget) is refused as such.
 func (r *reader) refuseUncheckedTranslation(f *foreignWork, p *ir.Policy, before int) bool {
 	if len(r.diags) == before || p.From == nil || !kyverno.Translated(p) {
 		return false
 	}
 	why := r.diags[before].Message
 	r.diags = r.diags[:before]
-	f.skipped = append(f.skipped, ir.Skipped{
+	skip := ir.Skipped{
 		Origin: p.Origin, From: *p.From, Feature: "translation",
 		Reason: "admitc's CEL for this rule does not compile for this Kubernetes version (it needs a newer CEL library there; on a current version it is a bug in admitc's translation: please report it with the rule): " + why,
-	})
+	}
+	switch {
+	case strings.Contains(why, budgetExceeded):
+		skip.Feature, skip.Reason = "compile budget", why
+	case isLimit(why):
+		skip.Feature, skip.Reason = "size limit", "the rule is too large or too deeply nested to translate: "+why
+	}
+	f.skipped = append(f.skipped, skip)
 	return true
 }
 

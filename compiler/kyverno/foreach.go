@@ -49,6 +49,14 @@ const (
 	// ListVariable prefixes the variables holding each foreach entry's
 	// list (kyvernoList0, kyvernoList1, ...).
 	ListVariable = "kyvernoList"
+	// EntryVariable prefixes the variables holding each top-level foreach
+	// entry's result (kyvernoEntry0, ...), and BeforeEntryVariable their
+	// results on the old object: one expression per entry keeps each
+	// expression's size, and its type checking, to one entry's. Variables
+	// are evaluated when first read, so an entry after a failing one is
+	// never evaluated, as in Kyverno.
+	EntryVariable       = "kyvernoEntry"
+	BeforeEntryVariable = "kyvernoEntryBefore"
 	// NoResponseAnnotation is the audit annotation a foreach rule
 	// publishes when no element was validated: Kyverno's engine gives the
 	// rule no response (admission proceeds, as on pass).
@@ -67,6 +75,8 @@ type foreachLowering struct {
 	fresh    int
 	// lists are the top-level entries' list expressions.
 	lists []string
+	// shared are the variables holding top-level entries' results.
+	shared []ir.NamedExpression
 }
 
 // loopContext is where an entry is lowered: the conditions scope (with
@@ -86,17 +96,22 @@ type loopContext struct {
 func (r *reader) foreachRule(pol *ir.Policy, c computedRule, path string, m loweredMatch, enforce bool) *refusal {
 	v := c.rule.Validation
 	vp := path + ".validate.foreach"
+	if f := depthRefusal(v.ForEachValidation, vp); f != nil {
+		return f
+	}
 	l := &foreachLowering{r: r, rule: c.rule.Name, message: v.Message, deferred: strings.Contains(v.Message, "{{")}
 	if l.deferred && nested(v.ForEachValidation) {
 		return &refusal{"validate.message variables", path + ".validate.message", "{{ }} variables in the message of a rule with a nested foreach are not translated"}
 	}
-	res, f := l.entries(v.ForEachValidation, vp, loopContext{scope: r.validationScope(conditions.Scope{}), target: "null", resource: "object", onDelete: true}, true)
+	res, f := l.entries(v.ForEachValidation, vp, loopContext{scope: r.validationScope(conditions.Scope{}), target: "null", resource: "object", onDelete: true}, true, EntryVariable)
 	if f != nil {
 		return f
 	}
 	for i, e := range l.lists {
 		pol.Variables = append(pol.Variables, ir.NamedExpression{Name: ListVariable + strconv.Itoa(i), Expression: e, Origin: r.origin(fmt.Sprintf("%s[%d].list", vp, i))})
 	}
+	pol.Variables = append(pol.Variables, l.shared...)
+	l.shared = nil
 	pol.Variables = append(pol.Variables, ir.NamedExpression{Name: ForEachVariable, Expression: res, Origin: r.origin(vp)})
 	ref := "variables." + ForEachVariable
 	outcome := ref + ".split('\\t')[0]"
@@ -105,7 +120,7 @@ func (r *reader) foreachRule(pol *ir.Policy, c computedRule, path string, m lowe
 		if f != nil {
 			return f
 		}
-		pol.Variables = append(pol.Variables, ir.NamedExpression{Name: ForEachBeforeVariable, Expression: before, Origin: r.origin(vp)})
+		pol.Variables = append(append(pol.Variables, l.shared...), ir.NamedExpression{Name: ForEachBeforeVariable, Expression: before, Origin: r.origin(vp)})
 		outcome = ref + ".startsWith('fail') && variables." + ForEachBeforeVariable + ".startsWith('fail') ? 'skip' : " + outcome
 	}
 	pol.Variables = append(pol.Variables, ir.NamedExpression{Name: OutcomeVariable, Expression: outcome, Origin: r.origin(vp)})
@@ -129,7 +144,7 @@ func (l *foreachLowering) beforeResult(c computedRule, path string, m loweredMat
 	saved := l.lists
 	l.lists = nil
 	ctx := loopContext{scope: l.r.scope(oldObjectScope), target: "null", resource: "oldObject"}
-	before, f := l.entries(c.rule.Validation.ForEachValidation, path+".validate.foreach", ctx, false)
+	before, f := l.entries(c.rule.Validation.ForEachValidation, path+".validate.foreach", ctx, false, BeforeEntryVariable)
 	l.lists = saved
 	if f != nil {
 		return "", f
@@ -172,15 +187,33 @@ func bad(r string) string {
 // entries lowers the foreach entries fes at path into the CEL result of
 // Kyverno's validateForEach: the first entry that fails or errs, else
 // pass when one counted an element, else 'none'. top says the entries are
-// the rule's own, whose lists become variables.
-func (l *foreachLowering) entries(fes []kyvernov1.ForEachValidation, path string, ctx loopContext, top bool) (string, *refusal) {
+// the rule's object's own, whose lists become variables; a shared prefix
+// makes each entry's result a variable of that prefix (in l.shared).
+func (l *foreachLowering) entries(fes []kyvernov1.ForEachValidation, path string, ctx loopContext, top bool, shared string) (string, *refusal) {
 	var results []string
+	size := 0
 	for i := range fes {
-		res, f := l.entry(&fes[i], i, fmt.Sprintf("%s[%d]", path, i), ctx, top)
+		ep := fmt.Sprintf("%s[%d]", path, i)
+		res, f := l.entry(&fes[i], i, ep, ctx, top)
 		if f != nil {
 			return "", f
 		}
+		if f := lengthRefusal(len(res), "validate.foreach", ep); f != nil {
+			return "", f
+		}
+		if shared != "" {
+			name := shared + strconv.Itoa(i)
+			l.shared = append(l.shared, ir.NamedExpression{Name: name, Expression: res, Origin: l.r.origin(ep)})
+			res = "variables." + name
+		}
 		results = append(results, res)
+		size += len(res)
+		if f := lengthRefusal(size, "validate.foreach", path); f != nil {
+			return "", f
+		}
+	}
+	if shared != "" {
+		return firstBad(results, path)
 	}
 	out := "'none'"
 	for k := len(results) - 1; k >= 0; k-- {
@@ -190,12 +223,75 @@ func (l *foreachLowering) entries(fes []kyvernov1.ForEachValidation, path string
 			continue
 		}
 		out = bindCEL(rk, results[k], bad(rk)+" ? "+rk+" : "+bindCEL(rest, out, bad(rest)+" ? "+rest+" : "+rk+" == 'pass' || "+rest+" == 'pass' ? 'pass' : 'none'"))
+		if f := lengthRefusal(len(out), "validate.foreach", path); f != nil {
+			return "", f
+		}
 	}
 	return out, nil
 }
 
+// firstBad combines the results of entries held in variables (refs) as
+// entries does: the first that fails or errs, else pass when one passed,
+// else 'none'. A chain of conditionals over the variables is linear in
+// their number, and has no list or comprehension for the type checker to
+// solve (binding each result, as entries must inside a loop, makes type
+// checking grow with the square of the entries). A variable is evaluated
+// when first read, so an entry after a failing one is never evaluated.
+func firstBad(refs []string, path string) (string, *refusal) {
+	if len(refs) == 1 {
+		return refs[0], nil
+	}
+	var b strings.Builder
+	for _, r := range refs {
+		b.WriteString(bad(r) + " ? " + r + " : ")
+	}
+	passed := make([]string, len(refs))
+	for i, r := range refs {
+		passed[i] = r + " == 'pass'"
+	}
+	b.WriteString("(" + strings.Join(passed, " || ") + ") ? 'pass' : 'none'")
+	if f := lengthRefusal(b.Len(), "validate.foreach", path); f != nil {
+		return "", f
+	}
+	return b.String(), nil
+}
+
 // entry lowers one foreach entry (the k-th) into its result.
 func (l *foreachLowering) entry(fe *kyvernov1.ForEachValidation, k int, path string, ctx loopContext, top bool) (string, *refusal) {
+	list, f := l.entryList(fe, path, ctx)
+	if f != nil {
+		return "", f
+	}
+	if top {
+		l.lists = append(l.lists, list)
+		list = "variables." + ListVariable + strconv.Itoa(k)
+	}
+	elems := l.name("ls")
+	e, i := l.name("el"), l.name("ix")
+	body, raises, f := l.element(fe, path, ctx, e, i)
+	if f != nil {
+		return "", f
+	}
+	outcomes := elems + ".transformList(" + i + ", " + e + ", " + body + ")"
+	if raises {
+		j, x := l.name("ij"), l.name("ex")
+		earlier, f := l.elementFails(fe, path, ctx, x, j)
+		if f != nil {
+			return "", f
+		}
+		outcomes = elems + ".transformList(" + i + ", " + e + ", " + elems + ".exists(" + j + ", " + x + ", " + j + " < " + i + " && " + earlier + ") ? 'pass' : " + body + ")"
+	}
+	os, b := l.name("os"), l.name("bo")
+	first := b + "[0]"
+	result := bindCEL(b, os+".filter(x, "+bad("x")+")",
+		"size("+b+") > 0 ? "+first+".split('\\t', 2)[0] + '\\t"+strconv.Itoa(k)+"\\t' + string("+os+".indexOf("+first+")) + '\\t' + "+first+".split('\\t', 2)[1] : "+os+".exists(x, x == 'pass') ? 'pass' : 'none'")
+	return bindCEL(elems, "dyn("+list+")", conditions.IsUnknownKey(elems)+" ? 'none' : "+
+		bindCEL(elems, "type("+elems+") == list ? "+elems+" : ["+elems+"]", bindCEL(os, outcomes, result))), nil
+}
+
+// entryList is the CEL query of the entry's list, or why it cannot be
+// lowered.
+func (l *foreachLowering) entryList(fe *kyvernov1.ForEachValidation, path string, ctx loopContext) (string, *refusal) {
 	if len(fe.Context) > 0 {
 		return "", &refusal{contextFeature(fe.Context[0]), path + ".context", "a foreach entry's context is loaded by Kyverno at admission for each element; an admission policy cannot load it"}
 	}
@@ -213,34 +309,35 @@ func (l *foreachLowering) entry(fe *kyvernov1.ForEachValidation, k int, path str
 	if err != nil {
 		return "", &refusal{"validate.foreach list", path + ".list", err.Error()}
 	}
-	if top {
-		l.lists = append(l.lists, list)
-		list = "variables." + ListVariable + strconv.Itoa(k)
-	}
-	elems := l.name("ls")
-	e, i := l.name("el"), l.name("ix")
-	body, raises, f := l.element(fe, path, ctx, e, i)
-	if f != nil {
-		return "", f
-	}
-	outcomes := elems + ".transformList(" + i + ", " + e + ", " + body + ")"
-	if raises {
-		j, x := l.name("ij"), l.name("ex")
-		earlier, _, _ := l.element(fe, path, ctx, x, j)
-		outcomes = elems + ".transformList(" + i + ", " + e + ", " + elems + ".exists(" + j + ", " + x + ", " + j + " < " + i + " && " + bindCEL("eo", earlier, bad("eo")) + ") ? 'pass' : " + body + ")"
-	}
-	os, b := l.name("os"), l.name("bo")
-	first := b + "[0]"
-	result := bindCEL(b, os+".filter(x, "+bad("x")+")",
-		"size("+b+") > 0 ? "+first+".split('\\t', 2)[0] + '\\t"+strconv.Itoa(k)+"\\t' + string("+os+".indexOf("+first+")) + '\\t' + "+first+".split('\\t', 2)[1] : "+os+".exists(x, x == 'pass') ? 'pass' : 'none'")
-	return bindCEL(elems, "dyn("+list+")", conditions.IsUnknownKey(elems)+" ? 'none' : "+
-		bindCEL(elems, "type("+elems+") == list ? "+elems+" : ["+elems+"]", bindCEL(os, outcomes, result))), nil
+	return list, nil
 }
 
 // element lowers the outcome of one element (the CEL names e and i) of
 // the entry fe: 'pass', 'none', "fail\t<message>" or "error\t<message>";
 // raises says its checks can raise an evaluation error.
 func (l *foreachLowering) element(fe *kyvernov1.ForEachValidation, path string, ctx loopContext, e, i string) (string, bool, *refusal) {
+	inner := elementContext(fe, ctx, e, i)
+	body, raises, f := l.check(fe, path, inner)
+	if f != nil {
+		return "", false, f
+	}
+	pre, f := l.precondition(fe, path, inner)
+	if f != nil {
+		return "", false, f
+	}
+	if pre != "" {
+		body = "(" + pre + ") != 'true' ? 'none' : " + body
+	}
+	if fe.ElementScope != nil && *fe.ElementScope {
+		body = "type(" + e + ") != map ? 'error\\tfailed to process foreach: cannot use elementScope=true foreach rules for elements that are not maps, expected type=map got type=' + " + goTypeName(e) + " : " + body
+	}
+	return e + " == null ? 'none' : " + body, raises, nil
+}
+
+// elementContext is where the entry fe's checks on its element (the CEL
+// names e and i) are lowered: the element and its index in the conditions
+// scope, and the element as the pattern target when it is the scope.
+func elementContext(fe *kyvernov1.ForEachValidation, ctx loopContext, e, i string) loopContext {
 	inner := ctx
 	inner.scope.Element, inner.scope.ElementIndex = e, "double("+i+")"
 	inner.scope.Loops = append(append([]conditions.Loop(nil), ctx.scope.Loops...), conditions.Loop{Element: e, Index: "double(" + i + ")"})
@@ -249,23 +346,22 @@ func (l *foreachLowering) element(fe *kyvernov1.ForEachValidation, path string, 
 		scoped = strconv.FormatBool(*fe.ElementScope)
 	}
 	inner.target = "(" + scoped + " ? " + e + " : " + ctx.target + ")"
-	body, raises, f := l.check(fe, path, inner)
-	if f != nil {
-		return "", false, f
+	return inner
+}
+
+// precondition is the outcome of the entry's preconditions on the element
+// of ctx ('true' lets the element be validated), or "" when it has none.
+func (l *foreachLowering) precondition(fe *kyvernov1.ForEachValidation, path string, ctx loopContext) (string, *refusal) {
+	if fe.AnyAllConditions == nil {
+		return "", nil
 	}
-	if fe.AnyAllConditions != nil {
-		fresh := l.fresh
-		pre, err := conditions.Outcome(*fe.AnyAllConditions, inner.scope, &fresh)
-		l.fresh = fresh
-		if err != nil {
-			return "", false, l.r.conditionRefusal("foreach preconditions", path+".preconditions", err)
-		}
-		body = "(" + pre + ") != 'true' ? 'none' : " + body
+	fresh := l.fresh
+	pre, err := conditions.Outcome(*fe.AnyAllConditions, ctx.scope, &fresh)
+	l.fresh = fresh
+	if err != nil {
+		return "", l.r.conditionRefusal("foreach preconditions", path+".preconditions", err)
 	}
-	if fe.ElementScope != nil && *fe.ElementScope {
-		body = "type(" + e + ") != map ? 'error\\tfailed to process foreach: cannot use elementScope=true foreach rules for elements that are not maps, expected type=map got type=' + " + goTypeName(e) + " : " + body
-	}
-	return e + " == null ? 'none' : " + body, raises, nil
+	return pre, nil
 }
 
 // goTypeName is the Go type Kyverno names for the JSON value named v.
@@ -283,7 +379,7 @@ func (l *foreachLowering) check(fe *kyvernov1.ForEachValidation, path string, ct
 		s, f := l.pattern(fe, path, ctx)
 		return s, false, f
 	case len(fe.GetForEachValidation()) > 0:
-		res, f := l.entries(fe.GetForEachValidation(), path+".foreach", ctx, false)
+		res, f := l.entries(fe.GetForEachValidation(), path+".foreach", ctx, false, "")
 		if f != nil {
 			return "", false, f
 		}

@@ -20,6 +20,13 @@ import (
 // Kyverno's CEL dialect is checked as Kyverno compiles it: every expression
 // as a stored one, whatever kubeVersion says.
 func Check(p *ir.Policy, kubeVersion *version.Version) ([]ExprError, error) {
+	return CheckWithin(p, kubeVersion, nil)
+}
+
+// CheckWithin is Check that asks stop, before each expression, whether to
+// go on: a non-nil error from stop (given the expression's origin) ends
+// the check and is returned. A nil stop never stops.
+func CheckWithin(p *ir.Policy, kubeVersion *version.Version, stop func(ir.Origin) error) ([]ExprError, error) {
 	if kubeVersion == nil {
 		kubeVersion = RuntimeVersion()
 	}
@@ -35,6 +42,14 @@ func Check(p *ir.Policy, kubeVersion *version.Version) ([]ExprError, error) {
 	cc := NewCompilerIn(env)
 	opts := policyOptions(p)
 	var errs []ExprError
+	var stopped error
+	// next says whether the expression at o is to be checked.
+	next := func(o ir.Origin) bool {
+		if stopped == nil && stop != nil {
+			stopped = stop(o)
+		}
+		return stopped == nil
+	}
 	collect := func(o ir.Origin, expr string, res plugincel.CompilationResult) {
 		if res.Error != nil {
 			errs = append(errs, parseDetail(o, expr, res.Error.Detail)...)
@@ -47,6 +62,9 @@ func Check(p *ir.Policy, kubeVersion *version.Version) ([]ExprError, error) {
 	// variables); all of them in a Kyverno MutatingPolicy (compiled after).
 	conditions := func(withVariables bool) {
 		for _, mc := range p.MatchConditions {
+			if !next(mc.Origin) {
+				return
+			}
 			a := &matchconditions.MatchCondition{Name: mc.Name, Expression: mc.Expression}
 			if withVariables || p.CEL == ir.CELKyverno {
 				collect(mc.Origin, mc.Expression, cc.CompileCELExpression(a, opts, mode))
@@ -59,13 +77,25 @@ func Check(p *ir.Policy, kubeVersion *version.Version) ([]ExprError, error) {
 	if !kyvernoMutating {
 		conditions(false)
 	}
+	if stopped != nil {
+		return errs, stopped
+	}
 	for _, v := range p.Variables {
+		if !next(v.Origin) {
+			return errs, stopped
+		}
 		collect(v.Origin, v.Expression, cc.CompileAndStoreVariable(&validating.Variable{Name: v.Name, Expression: v.Expression}, opts, mode))
 	}
 	if kyvernoMutating {
 		conditions(true)
 	}
+	if stopped != nil {
+		return errs, stopped
+	}
 	for _, v := range p.Validations {
+		if !next(v.Origin) {
+			return errs, stopped
+		}
 		collect(v.Origin, v.Expression, cc.CompileCELExpression(&validating.ValidationCondition{Expression: v.Expression}, opts, mode))
 		if v.MessageExpression != "" {
 			o := v.Origin
@@ -78,11 +108,17 @@ func Check(p *ir.Policy, kubeVersion *version.Version) ([]ExprError, error) {
 		}
 	}
 	for _, a := range p.AuditAnnotations {
+		if !next(a.Origin) {
+			return errs, stopped
+		}
 		collect(a.Origin, a.ValueExpression, cc.CompileCELExpression(&validating.AuditAnnotationCondition{Key: a.Key, ValueExpression: a.ValueExpression}, opts, mode))
 	}
 	patchOpts := opts
 	patchOpts.HasPatchTypes = true
 	for _, m := range p.Mutations {
+		if !next(m.Origin) {
+			return errs, stopped
+		}
 		if m.PatchType == ir.ApplyConfiguration {
 			collect(m.Origin, m.Expression, cc.CompileCELExpression(&patch.ApplyConfigurationCondition{Expression: m.Expression}, patchOpts, mode))
 			continue

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/admitc/admitc/internal/adversarial"
 	"github.com/admitc/admitc/internal/certs"
 )
 
@@ -349,4 +350,20 @@ func TestServeRefusesClusterLibrariesItCannotServe(t *testing.T) {
 	_, stderr, code := run(t, "serve", "--policies", policy, "--cert", filepath.Join(tlsDir, "tls.crt"), "--key", filepath.Join(tlsDir, "tls.key"), "--port", "0")
 	assert.Equal(t, ExitUsage, code)
 	assert.Contains(t, stderr, `policy.yaml:26:17: spec.variables[1].expression: policy "vpol-unique-ingress-host" calls Kyverno's resource library, which reads the cluster; admitc serve reads it only from the API server (--kubeconfig, or in a cluster)`)
+}
+
+// A policy file that costs more than its compile budget (here 300 foreach
+// entries: 2.5 million characters of CEL) is refused at reload, in about a
+// second, and the last good set keeps serving.
+func TestServeReloadOverCompileBudgetKeepsTheLastGoodSet(t *testing.T) {
+	policyDir, tlsDir := t.TempDir(), t.TempDir()
+	newCerts(t, tlsDir)
+	require.NoError(t, os.WriteFile(filepath.Join(policyDir, "policies.yaml"), []byte("policies:\n  - {name: privileged, type: disallow-privileged}\n"), 0o644))
+	s := startServe(t, policyDir, tlsDir, 0)
+
+	require.NoError(t, os.WriteFile(filepath.Join(policyDir, "flat.yaml"), adversarial.FlatForEach(300), 0o644))
+	require.Eventually(t, func() bool { return strings.Contains(s.logs.String(), "policy reload refused") }, 20*time.Second, 50*time.Millisecond)
+	assert.Contains(t, s.logs.String(), "compile budget exceeded at spec.rules[0]: the file's policies emit")
+	_, body := s.validate(t, "manifests/privileged.json")
+	assert.Contains(t, body, `"allowed":false`, "the last good set no longer serves")
 }

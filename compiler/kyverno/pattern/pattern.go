@@ -85,6 +85,9 @@ func Translate(p any, root string) (Expr, error) {
 }
 
 func translate(p any, root string, fp *field.Path) (Expr, error) {
+	if err := checkDepth(p, fp, 0); err != nil {
+		return Expr{}, err
+	}
 	p, err := resolveReferences(p, fp)
 	if err != nil {
 		return Expr{}, err
@@ -116,6 +119,9 @@ func TranslateAny(ps []any, root string) (Expr, error) {
 		return Expr{Result: "'pass'", Any: true}, nil
 	}
 	// Kyverno substitutes the references of the whole anyPattern list.
+	if err := checkDepth(ps, field.NewPath("anyPattern"), -1); err != nil {
+		return Expr{}, err
+	}
 	doc, err := resolveReferences(ps, field.NewPath("anyPattern"))
 	if err != nil {
 		return Expr{}, err

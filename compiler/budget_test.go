@@ -1,0 +1,34 @@
+package compiler_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/admitc/admitc/compiler"
+	"github.com/admitc/admitc/internal/adversarial"
+)
+
+// A file past its compile budget is refused at the policy or expression
+// where the budget ran out; its CEL size is checked before any is
+// type-checked.
+func TestCompileBudget(t *testing.T) {
+	src := []compiler.Source{{Name: "p.yaml", Data: adversarial.FlatForEach(3)}, {Name: "q.yaml", Data: adversarial.NestedForEach(1)}}
+
+	_, diags := compiler.Compile(src, compiler.Options{Budget: compiler.Budget{CEL: 10_000}})
+	require.Len(t, diags, 1)
+	assert.Equal(t, `p.yaml:9:5: spec.rules[0]: compile budget exceeded at spec.rules[0]: the file's policies emit 24753 characters of CEL (24753 by this one), the budget is 10000 per file; simplify or split the policy (nesting and repeated entries cost the most)`, diags[0].String())
+
+	_, diags = compiler.Compile(src[:1], compiler.Options{Budget: compiler.Budget{Time: time.Nanosecond}})
+	require.Len(t, diags, 1)
+	assert.Regexp(t, `^p\.yaml:9:5: spec\.rules\[0\]: compile budget: compile budget exceeded at spec\.rules\[0\]\.validate\.foreach\[0\]\.list: lowering and type-checking the file took [0-9.]+m?s, the budget is 1ns per file; simplify or split the policy \(nesting and repeated entries cost the most\) \(ClusterPolicy "flat-foreach" rule "r"\)`, diags[0].String())
+
+	set, diags := compiler.Compile(src, compiler.Options{KeepGoing: true, Budget: compiler.Budget{Time: time.Nanosecond}})
+	require.Empty(t, diags)
+	require.NotEmpty(t, set.Skipped)
+	for _, s := range set.Skipped {
+		assert.Equal(t, "compile budget", s.Feature, s.Reason)
+	}
+}
