@@ -176,7 +176,7 @@ func translate(f *family, check AutogenCheck, used map[string]bool) Translation 
 func successorRefusal(p *ir.Policy) string {
 	switch {
 	case p.ParamKind != nil:
-		return "paramKind: a ValidatingPolicy has no paramKind (Kyverno's CEL policies read other objects with resource.Get, which admitc cannot check offline); use --backend vap,map, whose bindings carry the paramRef"
+		return "paramKind: a ValidatingPolicy has no paramKind (Kyverno's CEL policies read other objects with resource.Get; admitc does not rewrite a paramRef into that call); use --backend vap,map, whose bindings carry the paramRef"
 	case len(p.Bindings) == 0:
 		return "the admission policy has no binding, so it judges nothing; a successor would judge every matched request"
 	case len(p.Bindings) > 1:

@@ -48,12 +48,12 @@
 //     one per autogen target group (pkg/cel/policies/*/autogen).
 //
 // A rule or policy that needs something admitc cannot evaluate offline
-// (context entries loaded from outside the request, context in
-// mutate.foreach rules and foreach entries, JMESPath outside the conditions subset, {{ }}
-// variables in patterns, $( ) references in foreach messages, nested foreach
-// mutations and mutate targets, generate, verifyImages, Kyverno-only CEL
-// libraries, roles and
-// clusterRoles) is refused with its place, the feature's name and why, and
+// (context entries loaded by an API call, from an image registry or the
+// global context, context in mutate.foreach rules and foreach entries,
+// JMESPath outside the conditions subset, {{ }} variables in patterns, $( )
+// references in foreach messages, nested foreach mutations and mutate
+// targets, generate, verifyImages, Kyverno's http and image data CEL
+// libraries, roles and clusterRoles) is refused with its place, the feature's name and why, and
 // the rest of the document still compiles: refusals are returned as
 // ir.Skipped, which the compiler turns into errors unless asked to keep
 // going.

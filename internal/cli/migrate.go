@@ -43,11 +43,14 @@ in a directory named after it:
 Translated today: validate.cel, validate.pattern and anyPattern, validate.deny
 and validate.foreach rules, JMESPath preconditions and context variables
 (the subset in docs/kyverno-pattern-translation.md), and mutate rules
-(patchStrategicMerge, patchesJson6902, foreach). Refused with the reason: a
-context entry loaded from outside the request (API call, ConfigMap, image
-registry), {{ }} variables inside a pattern, generate, verifyImages, mutate
-targets and nested foreach mutations, a paramKind, roles, Kyverno-only CEL
-libraries.
+(patchStrategicMerge, patchesJson6902, foreach), validate.podSecurity and
+Kyverno's CEL libraries that read nothing outside the request or the
+cluster. Refused with the reason: a context entry loaded by an API call,
+from an image registry or the global context, {{ }} variables inside a
+pattern, generate, verifyImages, mutate targets and nested foreach
+mutations, roles, Kyverno's http and image data libraries; a paramKind (a
+context.configMap becomes one) has no ValidatingPolicy successor and is
+written to vap.yaml only.
 
 A ClusterPolicy with one rule keeps its name; with several, each rule is a
 policy named POLICY-RULE (made a valid name where the rule's is not, and

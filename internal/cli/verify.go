@@ -56,10 +56,12 @@ Translated and run: validate.cel, pattern and anyPattern, deny and foreach
 rules, JMESPath preconditions and context variables (the subset in
 docs/kyverno-pattern-translation.md), mutate rules (patchStrategicMerge,
 patchesJson6902, foreach), ValidatingPolicies and MutatingPolicies. A rule
-admitc cannot run (a context entry loaded from outside the request, {{ }}
-variables inside a pattern, generate, verifyImages, mutate targets, a
-Kyverno-only CEL library) and a test field it does not read are reported
-unsupported.
+admitc cannot run (a context entry loaded by an API call, from an image
+registry or the global context, {{ }} variables inside a pattern, generate,
+verifyImages, mutate targets, Kyverno's http and image data libraries) and a
+test field it does not read are reported unsupported. ConfigMap context
+entries and Kyverno's resource library read the test's cluster resources, as
+kyverno test does.
 
 Where kyverno test passes a result that is likely a mistake, admitc says so:
 a result naming a rule its policy does not have (kyverno test: excluded,
