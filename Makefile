@@ -14,7 +14,7 @@ GOARCH    ?= $(shell $(GO) env GOARCH)
 # cold machine saves a whole second compile of admitc's dependency tree.
 export GOFLAGS += -trimpath
 
-.PHONY: all build build-serve build-kyverno image test unit fuzz kyverno kyverno-full kyverno-cli golden bench load overload soak e2e clean
+.PHONY: all build build-serve build-kyverno image test unit fuzz kyverno kyverno-full fastpath-full kyverno-cli golden bench load overload soak e2e clean
 
 all: build
 
@@ -45,6 +45,10 @@ kyverno:
 ## kyverno-full: the Kyverno differentials on 60 variants per fixture resource (~3x make kyverno's sample).
 kyverno-full:
 	$(MAKE) kyverno DIFF_VARIANTS=60
+
+## fastpath-full: the fast path against the reference path on 50 variants of every fixture object (make test runs 15).
+fastpath-full:
+	FASTPATH_VARIANTS=50 $(GO) test -count=1 -timeout 30m ./runtime -run '^TestFastPathDecidesAsReference$$' -v
 
 ## kyverno-cli: the Kyverno CLI (`kyverno test`, v1.19.1 built from the module cache into
 ## test/kyverno-cli/.bin/) on every Kyverno fixture directory, as an oracle for their expectations,

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -25,12 +26,21 @@ import (
 // and the shared example manifests, and on seeded variants of each, as
 // CREATE, UPDATE from the original and DELETE.
 
-const (
-	// ownVariants is how many variants of a fixture's own objects are
-	// compared, sharedVariants of each shared example manifest.
-	ownVariants    = 50
-	sharedVariants = 6
-)
+// sharedVariants is how many variants of each shared example manifest are
+// compared; fastPathVariants how many of a fixture's own objects:
+// FASTPATH_VARIANTS, 15 by default (make test), 50 in make fastpath-full.
+const sharedVariants = 6
+
+func fastPathVariants(t *testing.T) int {
+	t.Helper()
+	v := os.Getenv("FASTPATH_VARIANTS")
+	if v == "" {
+		return 15
+	}
+	n, err := strconv.Atoi(v)
+	require.NoError(t, err, "FASTPATH_VARIANTS must be a number")
+	return n
+}
 
 // fastPathFixture is a policy file set and the objects it is judged on.
 type fastPathFixture struct {
@@ -42,6 +52,7 @@ type fastPathFixture struct {
 func TestFastPathDecidesAsReference(t *testing.T) {
 	shared := objectsIn(t, "../examples/manifests", "../examples/more")
 	var compared, fixtures int
+	ownVariants := fastPathVariants(t)
 	for _, f := range fastPathFixtures(t) {
 		src, err := compiler.ReadSources(f.sources)
 		require.NoError(t, err, f.name)
