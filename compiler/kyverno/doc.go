@@ -53,10 +53,10 @@
 // JMESPath outside the conditions subset, {{ }} variables in patterns, $( )
 // references in foreach messages, nested foreach mutations and mutate
 // targets, generate, verifyImages, Kyverno's http and image data CEL
-// libraries, roles and clusterRoles) is refused with its place, the feature's name and why, and
-// the rest of the document still compiles: refusals are returned as
-// ir.Skipped, which the compiler turns into errors unless asked to keep
-// going.
+// libraries, roles and clusterRoles) is refused with its place, the
+// feature's name and why, and the rest of the document still compiles:
+// refusals are returned as ir.Skipped, which the compiler turns into errors
+// unless asked to keep going.
 //
 // Every IR policy carries an ir.PolicyRef naming its Kyverno policy and
 // rule, so a test runner can report in Kyverno's names.

@@ -131,8 +131,8 @@ committed), whatever mode a replaced file had.
 Kyverno ClusterPolicies, Policies, ValidatingPolicies and MutatingPolicies
 are read too. A rule that needs what admitc cannot evaluate (a context API
 call, an image registry, Kyverno's http library; see admitc migrate --help
-for the list) is an error that names the feature; --keep-going leaves such rules out, emits the rest and
-lists what it skipped on stderr.
+for the list) is an error that names the feature; --keep-going leaves such
+rules out, emits the rest and lists what it skipped on stderr.
 
 Exit codes: 0 written (or up to date), 1 --check found differences, 2 a policy
 does not compile or a backend cannot express it.`,

@@ -52,13 +52,7 @@ var diffFixtures = []string{
 // change the number of variants per resource and the seed.
 func TestWholeRulesAgreeWithKyvernosEngine(t *testing.T) {
 	files := diffFixtureFiles(t)
-	cfg := diffConfig{engine: newKyvernoEngine(), count: 60, seed: 1}
-	if n, err := strconv.Atoi(os.Getenv("DIFF_VARIANTS")); err == nil {
-		cfg.count = n
-	}
-	if n, err := strconv.ParseInt(os.Getenv("DIFF_SEED"), 10, 64); err == nil {
-		cfg.seed = n
-	}
+	cfg := fromEnv(diffConfig{engine: newKyvernoEngine(), count: 60, seed: 1})
 	st := newDiffStats()
 	for _, file := range files {
 		name := strings.TrimLeft(strings.TrimSuffix(file, "/kyverno-test.yaml"), "./")
@@ -152,6 +146,18 @@ type diffConfig struct {
 	// messages says the messages of rules that both engines fail are
 	// compared too.
 	messages bool
+}
+
+// fromEnv is cfg with DIFF_VARIANTS variants per resource and seed
+// DIFF_SEED where they are set (make kyverno, make kyverno-full).
+func fromEnv(cfg diffConfig) diffConfig {
+	if n, err := strconv.Atoi(os.Getenv("DIFF_VARIANTS")); err == nil {
+		cfg.count = n
+	}
+	if n, err := strconv.ParseInt(os.Getenv("DIFF_SEED"), 10, 64); err == nil {
+		cfg.seed = n
+	}
+	return cfg
 }
 
 // diffStats are the figures of the run.

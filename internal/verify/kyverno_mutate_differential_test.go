@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -45,13 +44,7 @@ func TestMutateRulesAgreeWithKyvernosEngine(t *testing.T) {
 		require.NoError(t, err)
 		files = append(files, m...)
 	}
-	cfg := diffConfig{engine: newKyvernoEngine(), count: 60, seed: 1}
-	if n, err := strconv.Atoi(os.Getenv("DIFF_VARIANTS")); err == nil {
-		cfg.count = n
-	}
-	if n, err := strconv.ParseInt(os.Getenv("DIFF_SEED"), 10, 64); err == nil {
-		cfg.seed = n
-	}
+	cfg := fromEnv(diffConfig{engine: newKyvernoEngine(), count: 60, seed: 1})
 	st := newDiffStats()
 	for _, file := range files {
 		t.Run(strings.TrimPrefix(file, "../../"), func(t *testing.T) {

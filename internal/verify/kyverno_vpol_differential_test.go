@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -48,13 +47,7 @@ import (
 // decision. DIFF_VARIANTS and DIFF_SEED change the number of variants per
 // resource and the seed.
 func TestValidatingPoliciesAgreeWithKyvernosEngine(t *testing.T) {
-	cfg := diffConfig{count: 60, seed: 1}
-	if n, err := strconv.Atoi(os.Getenv("DIFF_VARIANTS")); err == nil {
-		cfg.count = n
-	}
-	if n, err := strconv.ParseInt(os.Getenv("DIFF_SEED"), 10, 64); err == nil {
-		cfg.seed = n
-	}
+	cfg := fromEnv(diffConfig{count: 60, seed: 1})
 	st := newDiffStats()
 	for _, file := range diffFixtureFiles(t) {
 		name := strings.TrimLeft(strings.TrimSuffix(file, "/kyverno-test.yaml"), "./")
