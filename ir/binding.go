@@ -1,5 +1,10 @@
 package ir
 
+import (
+	"fmt"
+	"sort"
+)
+
 // What an imported ValidatingAdmissionPolicy or MutatingAdmissionPolicy and
 // its bindings say about scope. A policy with MatchConstraints is matched as
 // the API server matches it: by its constraints, then by each binding, each
@@ -73,3 +78,37 @@ type Binding struct {
 // Imported reports whether the policy carries its own scope
 // (MatchConstraints and Bindings) rather than admitc's Match.
 func (p *Policy) Imported() bool { return p.MatchConstraints != nil }
+
+// AndSelectors is one selector that matches what both a and b match: every
+// requirement of both, matchLabels written as In requirements (in key
+// order), requirements that repeat one already there left out. A nil
+// selector matches everything.
+func AndSelectors(a, b *LabelSelector) *LabelSelector {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	out := &LabelSelector{}
+	seen := map[string]bool{}
+	for _, s := range []*LabelSelector{a, b} {
+		keys := make([]string, 0, len(s.MatchLabels))
+		for k := range s.MatchLabels {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		reqs := make([]LabelSelectorRequirement, 0, len(keys)+len(s.MatchExpressions))
+		for _, k := range keys {
+			reqs = append(reqs, LabelSelectorRequirement{Key: k, Operator: "In", Values: []string{s.MatchLabels[k]}})
+		}
+		for _, r := range append(reqs, s.MatchExpressions...) {
+			key := fmt.Sprint(r)
+			if !seen[key] {
+				seen[key] = true
+				out.MatchExpressions = append(out.MatchExpressions, r)
+			}
+		}
+	}
+	return out
+}

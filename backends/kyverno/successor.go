@@ -201,37 +201,13 @@ func foldBinding(c, b *ir.MatchResources) (*ir.MatchResources, string) {
 	if len(b.ResourceRules) > 0 && fmt.Sprint(b.ResourceRules) != fmt.Sprint(c.ResourceRules) {
 		return nil, "the binding's matchResources.resourceRules narrow the policy's resources; their intersection with matchConstraints is not one list of rules (refused rather than approximated)"
 	}
-	out.NamespaceSelector = andSelectors(c.NamespaceSelector, b.NamespaceSelector)
-	out.ObjectSelector = andSelectors(c.ObjectSelector, b.ObjectSelector)
+	out.NamespaceSelector = ir.AndSelectors(c.NamespaceSelector, b.NamespaceSelector)
+	out.ObjectSelector = ir.AndSelectors(c.ObjectSelector, b.ObjectSelector)
 	out.ExcludeResourceRules = append(append([]ir.ResourceRule{}, c.ExcludeResourceRules...), b.ExcludeResourceRules...)
 	if len(out.ExcludeResourceRules) == 0 {
 		out.ExcludeResourceRules = nil
 	}
 	return &out, ""
-}
-
-// andSelectors is one selector that matches what both match: every
-// requirement of both, matchLabels written as In requirements.
-func andSelectors(a, b *ir.LabelSelector) *ir.LabelSelector {
-	switch {
-	case a == nil:
-		return b
-	case b == nil:
-		return a
-	}
-	out := &ir.LabelSelector{}
-	for _, s := range []*ir.LabelSelector{a, b} {
-		keys := make([]string, 0, len(s.MatchLabels))
-		for k := range s.MatchLabels {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			out.MatchExpressions = append(out.MatchExpressions, ir.LabelSelectorRequirement{Key: k, Operator: "In", Values: []string{s.MatchLabels[k]}})
-		}
-		out.MatchExpressions = append(out.MatchExpressions, s.MatchExpressions...)
-	}
-	return out
 }
 
 func kindOf(p *ir.Policy) string {

@@ -43,7 +43,7 @@ var extraEngines []func(o *CompareOptions, srcs []byte) (compare.Engine, func(),
 
 // NewCompareCommand returns `admitc compare`.
 func NewCompareCommand(s Streams) *cobra.Command {
-	o := &CompareOptions{Streams: s}
+	o := &CompareOptions{Streams: s, Policies: policyFlags{Unfiltered: true}}
 	cmd := &cobra.Command{
 		Use:   "compare [flags] MANIFEST...",
 		Short: "Decide manifests with every engine and report each disagreement",

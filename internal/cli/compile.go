@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -15,6 +16,7 @@ import (
 	"github.com/admitc/admitc/backends"
 	"github.com/admitc/admitc/backends/static"
 	"github.com/admitc/admitc/backends/webhook"
+	"github.com/admitc/admitc/compiler/kyverno"
 	"github.com/admitc/admitc/internal/generate"
 	"github.com/admitc/admitc/ir"
 )
@@ -204,9 +206,13 @@ func (o *CompileOptions) Run() error {
 	if err != nil {
 		return usageError(err)
 	}
-	res, diags, err := generate.Run(generate.Request{Sources: srcs, Backends: o.Backends, Options: o.opts, WithIR: o.WithIR, KeepGoing: o.KeepGoing})
+	filters, err := o.Policies.filters()
 	if err != nil {
-		return usageError(err)
+		return err
+	}
+	res, diags, err := generate.Run(generate.Request{Sources: srcs, Backends: o.Backends, Options: o.opts, WithIR: o.WithIR, KeepGoing: o.KeepGoing, KyvernoFilters: filters})
+	if err != nil {
+		return usageError(filteredNamespaceError(err, filters))
 	}
 	if len(diags) > 0 {
 		return usageError(fmt.Errorf("cannot compile:\n%s", diags.Error()))
@@ -301,4 +307,14 @@ but the configurations with --url).`,
 	o.addScopeFlags(cmd.Flags())
 	o.Webhook.add(cmd.Flags())
 	return cmd
+}
+
+// filteredNamespaceError explains a --namespace that Kyverno's filters
+// leave out; any other error is returned as it is.
+func filteredNamespaceError(err error, filters *kyverno.Filters) error {
+	var scope *backends.OutOfScopeError
+	if errors.As(err, &scope) && filters != nil && slices.Contains(filters.ExcludedNamespaces(), scope.Namespace) {
+		return fmt.Errorf("--namespace %s: Kyverno's resource filters leave that namespace out (%s), so Kyverno never judges requests there and neither would the translated policies; drop it from --namespace, or judge it anyway with --kyverno-filters none", scope.Namespace, filters.Source)
+	}
+	return err
 }

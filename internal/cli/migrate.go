@@ -16,9 +16,12 @@ import (
 // MigrateOptions are the options of `admitc migrate`.
 type MigrateOptions struct {
 	Streams
-	Paths  []string
-	OutDir string
-	Output string
+	Paths      []string
+	OutDir     string
+	Output     string
+	Namespaces []string
+	// KyvernoFilters is --kyverno-filters (see policyFlags).
+	KyvernoFilters string
 }
 
 // NewMigrateCommand returns `admitc migrate`.
@@ -74,6 +77,13 @@ out is skipped by the successor's match condition (skip), a CEL error is
 an error rather than a fail, and a mutate rule's "no patches applied" skip
 is the MutatingPolicy's pass.
 
+vap.yaml and map.yaml leave out what a Kyverno installation keeps from its
+policies (--kyverno-filters: the Helm chart's defaults, your Kyverno
+ConfigMap, or none), as binding exclusions and one match condition; the
+report says which. The successors do not: Kyverno applies its filters to
+them itself. --namespace scopes every written policy; a namespace the
+filters leave out is refused.
+
 Without --out, the files go to stdout (each after a "# --- FILE ---" line)
 and the report to stderr. With --out, the files replace the directory's as
 one set (staged, then renamed into place; on failure the previous files are
@@ -105,6 +115,8 @@ that cannot be written.`,
 	}
 	cmd.Flags().StringVar(&o.OutDir, "out", "", "write the files into this directory (default: stdout, the report on stderr)")
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "text", "report format: text or json")
+	cmd.Flags().StringSliceVarP(&o.Namespaces, "namespace", "n", nil, "scope every written policy to these namespaces (kubernetes.io/metadata.name In ...): the successors' matchConstraints and the admission policies' bindings")
+	cmd.Flags().StringVar(&o.KyvernoFilters, "kyverno-filters", "default", kyvernoFiltersUsage+"; vap.yaml and map.yaml leave out what they leave out (the successors do not: Kyverno applies them itself)")
 	return cmd
 }
 
@@ -121,9 +133,13 @@ func (o *MigrateOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	res, err := migrate.Run(ctx, o.Paths)
+	filters, err := kyvernoFilters(o.KyvernoFilters, false)
 	if err != nil {
-		return usageError(err)
+		return err
+	}
+	res, err := migrate.Run(ctx, o.Paths, migrate.Options{Filters: filters, Namespaces: o.Namespaces})
+	if err != nil {
+		return usageError(filteredNamespaceError(err, filters))
 	}
 	files := make([]generate.File, len(res.Files))
 	for i, f := range res.Files {

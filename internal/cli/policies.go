@@ -11,7 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/admitc/admitc/compiler"
+	"github.com/admitc/admitc/compiler/kyverno"
 	"github.com/admitc/admitc/examples"
+	"github.com/admitc/admitc/internal/inputfile"
 	"github.com/admitc/admitc/ir"
 	"github.com/admitc/admitc/runtime"
 )
@@ -26,7 +28,16 @@ type policyFlags struct {
 	Required bool
 	// Engine is the evaluation path (--engine).
 	Engine string
+	// KyvernoFilters is --kyverno-filters: "default", "none" or the path
+	// of Kyverno's ConfigMap.
+	KyvernoFilters string
+	// Unfiltered leaves the flag out and Kyverno's filters off (compare
+	// judges as kyverno apply does, with no installation's filters).
+	Unfiltered bool
 }
+
+// kyvernoFiltersUsage is the help of --kyverno-filters.
+const kyvernoFiltersUsage = `what a Kyverno installation keeps from its policies, applied to every Kyverno policy read: "default" (the v1.19 Helm chart's: namespaces kube-system, kube-public, kube-node-lease and kyverno; Events, Nodes, APIServices, TokenReviews, access reviews, Bindings, ReplicaSets, Kyverno's reports; requests by system:nodes), "none", or the file of your Kyverno's ConfigMap (kubectl get configmap kyverno -n kyverno -o yaml)`
 
 // errPoliciesRequired is the usage error of serve without --policies.
 var errPoliciesRequired = errors.New("admitc serve needs --policies: the policy files or directories to enforce, e.g. --policies /etc/admitc/policies/ " +
@@ -39,6 +50,33 @@ func (f *policyFlags) add(fs *pflag.FlagSet) {
 	}
 	fs.StringSliceVarP(&f.Paths, "policies", "p", nil, usage)
 	fs.StringVar(&f.Engine, "engine", string(runtime.FastPath), "how validating policies are evaluated: fast (compiled once, inputs and variables shared across policies) or reference (the API server's validator, policy by policy; slower, for cross-checking)")
+	if !f.Unfiltered {
+		fs.StringVar(&f.KyvernoFilters, "kyverno-filters", "default", kyvernoFiltersUsage)
+	}
+}
+
+// filters are Kyverno's filters --kyverno-filters names (nil: none).
+func (f *policyFlags) filters() (*kyverno.Filters, error) {
+	return kyvernoFilters(f.KyvernoFilters, f.Unfiltered)
+}
+
+// kyvernoFilters reads --kyverno-filters: nil for "none" (or when off).
+func kyvernoFilters(value string, off bool) (*kyverno.Filters, error) {
+	switch {
+	case off || value == "none":
+		return nil, nil
+	case value == "" || value == "default":
+		return kyverno.DefaultFilters(), nil
+	}
+	data, err := inputfile.ReadFile(value)
+	if err != nil {
+		return nil, usageError(fmt.Errorf("--kyverno-filters: %w", err))
+	}
+	fl, err := kyverno.ReadFilters(value, data)
+	if err != nil {
+		return nil, usageError(fmt.Errorf("--kyverno-filters %w", err))
+	}
+	return fl, nil
 }
 
 // validate refuses a missing --policies when it is required.
@@ -81,11 +119,21 @@ func (f *policyFlags) compile(kubeVersion *version.Version) (*ir.PolicySet, erro
 	if err != nil {
 		return nil, usageError(err)
 	}
+	filters, err := f.filters()
+	if err != nil {
+		return nil, err
+	}
 	set, diags := compiler.Compile(srcs, compiler.Options{KubeVersion: kubeVersion})
 	if len(diags) > 0 {
 		return nil, usageError(fmt.Errorf("policies do not compile:\n%s", diags.Error()))
 	}
 	printNotes(f.Notes, set)
+	if filters == nil {
+		return set, nil
+	}
+	if set, err = filters.Apply(set); err != nil {
+		return nil, usageError(fmt.Errorf("--kyverno-filters: %w", err))
+	}
 	return set, nil
 }
 

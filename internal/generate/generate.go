@@ -19,6 +19,7 @@ import (
 	"github.com/admitc/admitc/backends/vap"
 	"github.com/admitc/admitc/backends/webhook"
 	"github.com/admitc/admitc/compiler"
+	kyvernofrontend "github.com/admitc/admitc/compiler/kyverno"
 	"github.com/admitc/admitc/internal/diag"
 	"github.com/admitc/admitc/internal/migrate"
 	"github.com/admitc/admitc/internal/render"
@@ -91,6 +92,10 @@ type Request struct {
 	// KeepGoing emits what can be emitted and lists what was skipped in
 	// Result.Set.Skipped (see compiler.Options.KeepGoing).
 	KeepGoing bool
+	// KyvernoFilters, when set, leave out of every Kyverno policy what a
+	// Kyverno installation keeps from its policies, in the output of every
+	// backend but Kyverno's own (Kyverno applies its filters itself).
+	KyvernoFilters *kyvernofrontend.Filters
 }
 
 // Result is the compiled set and its files, one per selected backend (a
@@ -115,13 +120,21 @@ func Run(req Request) (*Result, diag.Diagnostics, error) {
 	if diags := coverage(set, selected); len(diags) > 0 {
 		return nil, diags, nil
 	}
-	files, diags, err := generateFiles(portable(set), selected, req)
+	sets, err := targetSets(set, req)
+	if err != nil {
+		return nil, nil, err
+	}
+	portableSets, err := targetSets(portable(set), req)
+	if err != nil {
+		return nil, nil, err
+	}
+	files, diags, err := generateFiles(portableSets, selected, req)
 	if err != nil {
 		return nil, nil, err
 	}
 	if len(diags) > 0 {
 		// Report at the paths as typed: run the backends on the set as compiled.
-		if _, diags, err = generateFiles(set, selected, req); err != nil {
+		if _, diags, err = generateFiles(sets, selected, req); err != nil {
 			return nil, nil, err
 		}
 		diags.Sort()
@@ -130,12 +143,48 @@ func Run(req Request) (*Result, diag.Diagnostics, error) {
 	return &Result{Set: set, Files: files}, nil, nil
 }
 
-// generateFiles runs the selected backends on set and renders one file each,
+// kyvernoEnforced are the backends whose output Kyverno enforces, applying
+// its own filters.
+var kyvernoEnforced = map[string]bool{"kyverno": true, "kyverno-cel": true}
+
+// backendSets are the sets a backend generates from: scoped to the
+// namespaces asked for, and with Kyverno's filters applied for the
+// backends Kyverno does not enforce; ir.json shows the set as compiled.
+type backendSets struct{ compiled, kyverno, filtered *ir.PolicySet }
+
+func (s backendSets) of(backend string) *ir.PolicySet {
+	if kyvernoEnforced[backend] {
+		return s.kyverno
+	}
+	return s.filtered
+}
+
+// targetSets scopes the imported policies to the namespaces asked for,
+// after applying Kyverno's filters where they apply.
+func targetSets(set *ir.PolicySet, req Request) (backendSets, error) {
+	filtered := set
+	if req.KyvernoFilters != nil {
+		var err error
+		if filtered, err = req.KyvernoFilters.Apply(set); err != nil {
+			return backendSets{}, err
+		}
+	}
+	scoped, err := backends.ScopedToNamespaces(set, req.Options.Namespaces)
+	if err != nil {
+		return backendSets{}, err
+	}
+	if filtered, err = backends.ScopedToNamespaces(filtered, req.Options.Namespaces); err != nil {
+		return backendSets{}, err
+	}
+	return backendSets{set, scoped, filtered}, nil
+}
+
+// generateFiles runs the selected backends and renders one file each,
 // after ir.json when asked for.
-func generateFiles(set *ir.PolicySet, selected []backends.Backend, req Request) ([]File, diag.Diagnostics, error) {
+func generateFiles(sets backendSets, selected []backends.Backend, req Request) ([]File, diag.Diagnostics, error) {
 	var files []File
 	if req.WithIR {
-		data, err := IRJSON(set)
+		data, err := IRJSON(sets.compiled)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -143,7 +192,7 @@ func generateFiles(set *ir.PolicySet, selected []backends.Backend, req Request) 
 	}
 	var diags diag.Diagnostics
 	for _, b := range selected {
-		out, bd := b.Generate(set, req.Options)
+		out, bd := b.Generate(sets.of(b.Name()), req.Options)
 		diags = append(diags, bd...)
 		rendered, err := renderOutput(b.Name(), out)
 		if err != nil {

@@ -181,16 +181,20 @@ func compileFiles(files []string) (set *ir.PolicySet, inputs []string, refused m
 }
 
 // fileReports completes the report of every file: compiled files are
-// migrated, refused ones carry their reason; in name order.
-func fileReports(files []FileReport, inputs []string, refused map[string]string) []FileReport {
+// migrated, unless every rule of their policies was refused; refused ones
+// carry their reason; in name order.
+func fileReports(files []FileReport, inputs []string, refused map[string]string, srcs []*source) []FileReport {
 	compiled := map[string]bool{}
 	for _, f := range inputs {
 		compiled[f] = true
 	}
+	allRefused := everyRuleRefused(srcs)
 	out := make([]FileReport, 0, len(files))
 	for _, f := range files {
 		switch {
 		case f.Status != "":
+		case compiled[f.File] && allRefused[f.File] > 0:
+			f.Status, f.Reason = FileRefused, fmt.Sprintf("every rule of its policies was refused (%d rules; see why below)", allRefused[f.File])
 		case compiled[f.File]:
 			f.Status = FileMigrated
 		default:
@@ -199,5 +203,25 @@ func fileReports(files []FileReport, inputs []string, refused map[string]string)
 		out = append(out, f)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].File < out[j].File })
+	return out
+}
+
+// everyRuleRefused counts, per input file whose every rule was refused,
+// its rules; a file with a rule translated is not in it.
+func everyRuleRefused(srcs []*source) map[string]int {
+	rules := map[string]int{}
+	translated := map[string]bool{}
+	for _, s := range srcs {
+		for _, r := range s.report.Rules {
+			rules[s.file]++
+			translated[s.file] = translated[s.file] || r.Status != Refused
+		}
+	}
+	out := map[string]int{}
+	for f, n := range rules {
+		if !translated[f] {
+			out[f] = n
+		}
+	}
 	return out
 }

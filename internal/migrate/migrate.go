@@ -12,6 +12,7 @@ import (
 	"github.com/admitc/admitc/backends/kyverno"
 	mapbackend "github.com/admitc/admitc/backends/map"
 	"github.com/admitc/admitc/backends/vap"
+	kyvernofrontend "github.com/admitc/admitc/compiler/kyverno"
 	"github.com/admitc/admitc/internal/render"
 	"github.com/admitc/admitc/ir"
 )
@@ -47,12 +48,27 @@ func SuccessorFile(kind string) string { return strings.ToLower(kind) + ".yaml" 
 // source is one input policy: its IR policies, what the importer skipped,
 // and its translations.
 type source struct {
-	ref          ir.PolicyRef
-	file         string
-	policies     []*ir.Policy
+	ref      ir.PolicyRef
+	file     string
+	policies []*ir.Policy
+	// native are the policies as the API server must enforce them: with a
+	// Kyverno installation's filters applied (nil: policies).
+	enforced     map[string]*ir.Policy
 	skipped      []ir.Skipped
 	translations []kyverno.Translation
 	report       *PolicyReport
+}
+
+// Options are what a run reads besides its paths.
+type Options struct {
+	// Filters are what the Kyverno installation being replaced keeps from
+	// its policies; the admission policies written for the API server
+	// leave out the same requests (the successors do not: Kyverno applies
+	// its filters to them itself). Nil: none.
+	Filters *kyvernofrontend.Filters
+	// Namespaces scope every written policy to these namespaces (the
+	// successors' matchConstraints, the admission policies' bindings).
+	Namespaces []string
 }
 
 // Run migrates the policies in paths (files, or directories searched
@@ -63,7 +79,7 @@ type source struct {
 // migrated; a rule the importer or the successor format cannot take is
 // reported as refused. Only a path that does not exist or holds no policy
 // file at all is an error.
-func Run(ctx context.Context, paths []string) (*Result, error) {
+func Run(ctx context.Context, paths []string, opts Options) (*Result, error) {
 	cands, files, err := policyFiles(paths)
 	if err != nil {
 		return nil, err
@@ -72,11 +88,24 @@ func Run(ctx context.Context, paths []string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	native, err := nativeSet(set, opts)
+	if err != nil {
+		return nil, err
+	}
+	if set, err = backends.ScopedToNamespaces(set, opts.Namespaces); err != nil {
+		return nil, err
+	}
 	srcs, err := group(set, kyverno.Successors(set, SameAsReimport))
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Report: Report{Policies: []PolicyReport{}}}
+	for _, s := range srcs {
+		s.enforced = native
+	}
+	res := &Result{Report: Report{Policies: []PolicyReport{}, Namespaces: opts.Namespaces}}
+	if opts.Filters != nil {
+		res.Report.Filters = &FiltersReport{Source: opts.Filters.Source, Filters: opts.Filters.Summary()}
+	}
 	for _, s := range srcs {
 		fs, err := s.files()
 		if err != nil {
@@ -91,9 +120,30 @@ func Run(ctx context.Context, paths []string) (*Result, error) {
 	}
 	res.Files = append(res.Files, tests...)
 	res.Report.Tests = testReports
-	res.Report.Files = fileReports(files, inputs, refused)
+	res.Report.Files = fileReports(files, inputs, refused, srcs)
 	res.Report.count()
 	return res, nil
+}
+
+// nativeSet is set as the API server must enforce it: with the filters
+// applied, scoped to the namespaces; by policy name.
+func nativeSet(set *ir.PolicySet, opts Options) (map[string]*ir.Policy, error) {
+	out := set
+	if opts.Filters != nil {
+		var err error
+		if out, err = opts.Filters.Apply(set); err != nil {
+			return nil, err
+		}
+	}
+	out, err := backends.ScopedToNamespaces(out, opts.Namespaces)
+	if err != nil {
+		return nil, err
+	}
+	byName := map[string]*ir.Policy{}
+	for i := range out.Policies {
+		byName[out.Policies[i].Name] = &out.Policies[i]
+	}
+	return byName, nil
 }
 
 // group gathers the set's policies, skipped rules and translations by
@@ -196,6 +246,9 @@ func (s *source) native() ([]byte, string, error) {
 	var objs []runtime.Object
 	file := VAPFile
 	for _, p := range s.policies {
+		if n, ok := s.enforced[p.Name]; ok {
+			p = n
+		}
 		q, diags := backends.ForAPIServer(validNames(p), nil)
 		if len(diags) > 0 {
 			s.report.NativeRefused = append(s.report.NativeRefused, p.Name+": "+diags[0].Message)

@@ -53,7 +53,7 @@ func fixtureDirs(t *testing.T) []string {
 // migrated runs migrate on dir and writes its files under a temporary
 // directory.
 func migrated(t *testing.T, dir string) (string, *migrate.Result) {
-	res, err := migrate.Run(context.Background(), []string{dir})
+	res, err := migrate.Run(context.Background(), []string{dir}, migrate.Options{})
 	require.NoError(t, err)
 	out := t.TempDir()
 	for _, f := range res.Files {

@@ -25,10 +25,22 @@ const (
 // Report is what a run did, per input file, per input policy and rule,
 // and per test.
 type Report struct {
-	Files    []FileReport   `json:"files"`
-	Policies []PolicyReport `json:"policies"`
-	Tests    []TestReport   `json:"tests,omitempty"`
-	Summary  Summary        `json:"summary"`
+	// Filters are the Kyverno installation's filters the admission
+	// policies leave out (nil: none were applied).
+	Filters *FiltersReport `json:"filters,omitempty"`
+	// Namespaces are the namespaces every written policy is scoped to.
+	Namespaces []string       `json:"namespaces,omitempty"`
+	Files      []FileReport   `json:"files"`
+	Policies   []PolicyReport `json:"policies"`
+	Tests      []TestReport   `json:"tests,omitempty"`
+	Summary    Summary        `json:"summary"`
+}
+
+// FiltersReport says which of a Kyverno installation's filters the
+// admission policies written for the API server apply.
+type FiltersReport struct {
+	Source  string   `json:"source"`
+	Filters []string `json:"filters"`
 }
 
 // Summary counts rules and files by status.
@@ -97,9 +109,10 @@ type TestReport struct {
 	// (excluded becomes skip; an evaluation error becomes error).
 	Changed int `json:"changed,omitempty"`
 	// Dropped counts resources left out: a refused rule's, or one that no
-	// successor matches.
-	Dropped int    `json:"dropped,omitempty"`
-	Skipped string `json:"skipped,omitempty"`
+	// successor matches; DroppedResources say which and why.
+	Dropped          int      `json:"dropped,omitempty"`
+	DroppedResources []string `json:"droppedResources,omitempty"`
+	Skipped          string   `json:"skipped,omitempty"`
 }
 
 // Passed reports whether every rule was translated without a difference
@@ -197,6 +210,17 @@ func (r *Report) WriteJSON(w io.Writer) error {
 // indented, then the tests and two summary lines, of rules and of files.
 func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
+	if f := r.Filters; f != nil {
+		fmt.Fprintf(&b, "vap.yaml and map.yaml leave out what Kyverno's filters leave out (%s; --kyverno-filters):\n", f.Source)
+		for _, line := range f.Filters {
+			fmt.Fprintf(&b, "  %s\n", line)
+		}
+	} else {
+		fmt.Fprintf(&b, "vap.yaml and map.yaml apply no Kyverno filters (--kyverno-filters none)\n")
+	}
+	if len(r.Namespaces) > 0 {
+		fmt.Fprintf(&b, "every policy is scoped to namespace(s) %s (--namespace)\n", strings.Join(r.Namespaces, ", "))
+	}
 	for _, f := range r.Files {
 		switch f.Status {
 		case FileRefused:
@@ -234,9 +258,15 @@ func (r *Report) WriteText(w io.Writer) error {
 	for _, t := range r.Tests {
 		if t.Skipped != "" {
 			fmt.Fprintf(&b, "test %s: not migrated: %s\n", t.Source, t.Skipped)
+			for _, d := range t.DroppedResources {
+				fmt.Fprintf(&b, "  dropped: %s\n", d)
+			}
 			continue
 		}
 		fmt.Fprintf(&b, "test %s -> %s (%d results, %d changed for the successor kind, %d resources dropped)\n", t.Source, t.Output, t.Results, t.Changed, t.Dropped)
+		for _, d := range t.DroppedResources {
+			fmt.Fprintf(&b, "  dropped: %s\n", d)
+		}
 	}
 	s := r.Summary
 	fmt.Fprintf(&b, "%d rules: %d translated, %d translated with a difference, %d refused\n", s.Translated+s.TranslatedWithDifference+s.Refused, s.Translated, s.TranslatedWithDifference, s.Refused)

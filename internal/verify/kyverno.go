@@ -191,8 +191,14 @@ type userInfoFile struct {
 	UserInfo     authenticationv1.UserInfo `json:"userInfo"`
 }
 
+// NoResultsReason is why a Kyverno test without expected results is a
+// result without response: kyverno test passes it whatever the policies
+// do, so a strict run fails it.
+const NoResultsReason = "the test has no expected results, so it checks nothing (kyverno test passes it whatever the policies do)"
+
 // Run implements Format: one result per expected result the selector
-// keeps, resource and rule response; no notes.
+// keeps, resource and rule response (a test without expected results is
+// one result without response); no notes.
 func (k Kyverno) Run(ctx context.Context, file string, data []byte) ([]Result, []string) {
 	var t kyvernoTest
 	if err := yaml.UnmarshalStrict(data, &t); err != nil {
@@ -200,6 +206,9 @@ func (k Kyverno) Run(ctx context.Context, file string, data []byte) ([]Result, [
 	}
 	if deprecatedSchema(&t) {
 		return []Result{{File: file, Test: t.Name, Outcome: Error, Reason: DeprecatedSchemaReason}}, nil
+	}
+	if len(t.Results) == 0 {
+		return []Result{{File: file, Test: t.Name, Outcome: NoResponse, Reason: NoResultsReason}}, nil
 	}
 	s, err := loadSuite(filepath.Dir(file), &t)
 	var out []Result

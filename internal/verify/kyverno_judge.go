@@ -70,10 +70,28 @@ func (s *kyvernoSuite) judge(ctx context.Context, base Result, res testResult, s
 			r.Got = "policy " + name + " is not among the test's policies"
 			out = append(out, withOutcome(r, Failed, ""))
 		default:
-			out = append(out, s.judgeResource(ctx, r, res, family, o)...)
+			out = append(out, s.duplicateWarnings(s.judgeResource(ctx, r, res, family, o), o)...)
 		}
 	}
 	return out
+}
+
+// duplicateWarnings turns the passed results of a resource that other
+// resources of the test duplicate into warnings: kyverno test judges the
+// first only, and so does admitc, but a test that expects something of
+// the others checks nothing.
+func (s *kyvernoSuite) duplicateWarnings(rs []Result, o *unstructured.Unstructured) []Result {
+	where := s.ignored[duplicateKey(o)]
+	if len(where) == 0 {
+		return rs
+	}
+	for i := range rs {
+		if rs[i].Outcome == Passed {
+			rs[i] = withOutcome(rs[i], Warning, fmt.Sprintf("%s is also defined in %s, which is not judged: kyverno test judges only the first resource of a kind, namespace and name (it warns \"found duplicated resource\"); rename the others to have them judged",
+				describeResource(o), strings.Join(where, ", ")))
+		}
+	}
+	return rs
 }
 
 // missingResources are the warning rows of the names a result lists that
@@ -412,7 +430,7 @@ func simpleConstraints(m *ir.MatchResources) bool {
 // kind, namespace and name in file, after dropping nulls and empty maps
 // and lists (Kyverno's Tidy); missing says the file has no such resource.
 func (s *kyvernoSuite) comparePatched(actual *unstructured.Unstructured, file string) (diff string, missing bool, err error) {
-	objs, err := s.objects([]string{file}, "patchedResources")
+	objs, _, err := s.objects([]string{file}, "patchedResources")
 	if err != nil {
 		return "", false, err
 	}

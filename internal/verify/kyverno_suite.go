@@ -46,6 +46,9 @@ type kyvernoSuite struct {
 	clusterLabels map[string]map[string]string
 	// runs caches each resource's evaluation per operation.
 	runs map[string]*evaluationRun
+	// ignored says, by duplicateKey, where the resources that kyverno test
+	// ignores as duplicates of one it judges were read.
+	ignored map[string][]string
 }
 
 // loadSuite reads everything a test names, relative to dir.
@@ -58,10 +61,10 @@ func loadSuite(dir string, t *kyvernoTest) (*kyvernoSuite, error) {
 		return nil, err
 	}
 	var err error
-	if s.resources, err = s.objects(t.Resources, "resources"); err != nil {
+	if s.resources, s.ignored, err = s.objects(t.Resources, "resources"); err != nil {
 		return nil, err
 	}
-	if s.params, err = s.objects(t.ParamResources, "paramResources"); err != nil {
+	if s.params, _, err = s.objects(t.ParamResources, "paramResources"); err != nil {
 		return nil, err
 	}
 	if t.Variables != "" {
@@ -201,30 +204,43 @@ func probeSet(set *ir.PolicySet) *ir.PolicySet {
 }
 
 // objects reads the objects of files, each namespaced one without a
-// namespace put in default, as Kyverno's CLI loads them.
-func (s *kyvernoSuite) objects(files []string, what string) ([]*unstructured.Unstructured, error) {
+// namespace put in default, as Kyverno's CLI loads them. Of several with
+// the same group, kind, namespace and name only the first is kept, as
+// kyverno test's RemoveDuplicates keeps it; ignored says, by duplicateKey,
+// where the others were read.
+func (s *kyvernoSuite) objects(files []string, what string) (out []*unstructured.Unstructured, ignored map[string][]string, err error) {
 	paths, err := s.paths(files)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
+		return nil, nil, fmt.Errorf("%s: %w", what, err)
 	}
 	if len(paths) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	ms, err := runtime.ReadManifests(paths)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
+		return nil, nil, fmt.Errorf("%s: %w", what, err)
 	}
-	var out []*unstructured.Unstructured
+	ignored = map[string][]string{}
 	seen := map[string]bool{}
 	for _, m := range ms {
 		o := m.Object
 		defaultNamespace(o)
-		if k := resourceKey(o); !seen[k] {
-			seen[k] = true
-			out = append(out, o)
+		k := duplicateKey(o)
+		if seen[k] {
+			ignored[k] = append(ignored[k], m.Source)
+			continue
 		}
+		seen[k] = true
+		out = append(out, o)
 	}
-	return out, nil
+	return out, ignored, nil
+}
+
+// duplicateKey is the key of kyverno test's RemoveDuplicates: group, kind,
+// namespace and name (not the version).
+func duplicateKey(o *unstructured.Unstructured) string {
+	gk := o.GroupVersionKind().GroupKind()
+	return gk.Group + "," + gk.Kind + "," + o.GetNamespace() + "," + o.GetName()
 }
 
 // clusterScoped are the built-in kinds without a namespace.
