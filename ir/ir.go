@@ -270,3 +270,22 @@ func (p *Policy) HasAction(a Action) bool {
 	}
 	return false
 }
+
+// SchemaAbsent is the shape of a field a translation read that its kind's
+// schema does not have: the API server drops it, so the translation
+// assumed it is never there.
+const SchemaAbsent = "absent"
+
+// SchemaRead is one field a translation typed against its kind's schema
+// reads: its path (spec.containers[].image: [] stands for every element),
+// the shape it assumed the field has when present (object, map, list,
+// string, integer, number, boolean, int-or-string, or SchemaAbsent), and
+// whether it assumed every object has it. An object offline that does not
+// agree (a value of another shape, a null, a field assumed present that is
+// missing, an unknown field that is there) is judged by the policy's
+// exact dynamic translation instead (Policy.Dynamic).
+type SchemaRead struct {
+	Path    string `json:"path"`
+	Shape   string `json:"shape"`
+	Present bool   `json:"present,omitempty"`
+}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -110,15 +111,17 @@ func stringPredicate(p string, fp *field.Path, text bool) (predicate, error) {
 	single = single && len(alts) == 1 && len(alts[0]) == 1
 	return func(v string) string {
 		var ors []string
-		if !single {
-			ors = append(ors, celenv.EqualsString(v, p))
-		}
 		for _, conds := range alts {
 			var ands []string
 			for _, c := range conds {
 				ands = append(ands, c(v))
 			}
 			ors = append(ors, strings.Join(ands, " && "))
+		}
+		if !single {
+			// Kyverno passes a value equal to the pattern as written first;
+			// written last, it reads as the exception it is.
+			ors = append(ors, celenv.EqualsString(v, p))
 		}
 		if len(ors) == 1 {
 			return ors[0]
@@ -279,6 +282,9 @@ func wildcardMatch(p, s string) string {
 	if strings.Trim(p, "*") == "" {
 		return "true"
 	}
+	if f := wildcardFunction(p, s); f != "" {
+		return f
+	}
 	var re strings.Builder
 	re.WriteString("^")
 	for _, r := range p {
@@ -293,4 +299,42 @@ func wildcardMatch(p, s string) string {
 	}
 	re.WriteString("$")
 	return s + ".matches(" + quote("(?s)"+re.String()) + ")"
+}
+
+// Predicate is Kyverno's pattern.Validate(value, p) for the scalar pattern
+// p (a string, number, bool or null), as CEL over the variable v holding a
+// value of any type (null for a missing one).
+func Predicate(p any, v string) (string, error) {
+	pred, err := scalarPredicate(p, field.NewPath("pattern"))
+	if err != nil {
+		return "", err
+	}
+	return pred(v), nil
+}
+
+// wildcardFunction is wildcardMatch with CEL's string functions for the
+// shapes people write: "?*" (not empty), "X*", "*X", "*X*" and "X*Y" with
+// literal X and Y; "" for any other pattern.
+func wildcardFunction(p, s string) string {
+	if p == "?*" || p == "*?" {
+		return "(" + s + " != '')"
+	}
+	if strings.Contains(p, "?") {
+		return ""
+	}
+	inner := strings.Trim(p, "*")
+	lead, trail := strings.HasPrefix(p, "*"), strings.HasSuffix(p, "*")
+	switch {
+	case strings.Contains(inner, "*"):
+		if lead || trail || strings.Count(inner, "*") != 1 {
+			return ""
+		}
+		x, y, _ := strings.Cut(inner, "*")
+		return "(" + s + ".size() >= " + strconv.Itoa(utf8.RuneCountInString(x)+utf8.RuneCountInString(y)) + " && " + s + ".startsWith(" + quote(x) + ") && " + s + ".endsWith(" + quote(y) + "))"
+	case lead && trail:
+		return s + ".contains(" + quote(inner) + ")"
+	case lead:
+		return s + ".endsWith(" + quote(inner) + ")"
+	}
+	return s + ".startsWith(" + quote(inner) + ")"
 }

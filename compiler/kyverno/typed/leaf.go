@@ -1,0 +1,258 @@
+package typed
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common"
+	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/operators"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/parser"
+	"k8s.io/apiserver/pkg/cel/environment"
+
+	"github.com/admitc/admitc/internal/celbuild"
+	"github.com/admitc/admitc/internal/kubeschema"
+)
+
+// A scalar pattern's predicate is taken from the exact translation
+// (pattern.Predicate: CEL over a value of any type, differentially tested
+// against Kyverno's pattern.Validate) and specialised for the value's type
+// from the schema: a test of the value's type is folded to true or false,
+// the branches it rules out disappear, string(x) of a string is x, and a
+// predicate over a boolean is evaluated for true and for false and becomes
+// one of true, false, x or !x.
+
+// leafParser parses the exact predicates, with the macros they use.
+var leafParser = sync.OnceValue(func() *parser.Parser {
+	p, err := parser.NewParser(parser.Macros(parser.AllMacros...), parser.EnableOptionalSyntax(true))
+	if err != nil {
+		panic(err)
+	}
+	return p
+})
+
+// typeNames are the CEL type identifiers a predicate tests the value
+// against, and the shapes whose values have that type.
+var typeNames = map[string][]kubeschema.Shape{
+	"string": {kubeschema.String}, "int": {kubeschema.Integer}, "bool": {kubeschema.Boolean},
+	"double": nil, "uint": nil, "list": {kubeschema.List}, "map": {kubeschema.Object, kubeschema.Map}, "null_type": nil,
+}
+
+// specializer rebuilds an exact predicate over the variable v with v's
+// shape known.
+type specializer struct {
+	b     *celbuild.Builder
+	v     string
+	value celbuild.Expr
+	shape kubeschema.Shape
+}
+
+// predicate specialises the CEL text pred (over the variable v) for a
+// value of shape, substituting value for v.
+func predicate(b *celbuild.Builder, pred, v string, value celbuild.Expr, shape kubeschema.Shape) (celbuild.Expr, error) {
+	if shape == kubeschema.Boolean {
+		return booleanPredicate(b, pred, v, value)
+	}
+	parsed, iss := leafParser().Parse(common.NewTextSource(pred))
+	if len(iss.GetErrors()) > 0 {
+		return nil, fmt.Errorf("predicate %s: %s", pred, iss.ToDisplayString())
+	}
+	s := &specializer{b: b, v: v, value: value, shape: shape}
+	return s.expr(parsed.Expr())
+}
+
+// booleanPredicate evaluates pred for true and false.
+func booleanPredicate(b *celbuild.Builder, pred, v string, value celbuild.Expr) (celbuild.Expr, error) {
+	onTrue, err := evalBool(pred, v, true)
+	if err != nil {
+		return nil, err
+	}
+	onFalse, err := evalBool(pred, v, false)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case onTrue && onFalse:
+		return b.Bool(true), nil
+	case onTrue:
+		return value, nil
+	case onFalse:
+		return b.Not(value), nil
+	}
+	return b.Bool(false), nil
+}
+
+// evalEnv evaluates predicates over the variable x at compile time, in
+// the API server's base environment (quantity, isQuantity and the other
+// libraries they call).
+var evalEnv = sync.OnceValues(func() (*cel.Env, error) {
+	base, err := environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()).Env(environment.StoredExpressions)
+	if err != nil {
+		return nil, err
+	}
+	return base.Extend(cel.Variable("x", cel.DynType))
+})
+
+// evalBool evaluates the predicate pred over x with x holding value.
+func evalBool(pred, v string, value any) (bool, error) {
+	if v != "x" {
+		return false, fmt.Errorf("predicates are evaluated over x, not %s", v)
+	}
+	env, err := evalEnv()
+	if err != nil {
+		return false, err
+	}
+	a, iss := env.Compile(pred)
+	if iss.Err() != nil {
+		return false, iss.Err()
+	}
+	prg, err := env.Program(a)
+	if err != nil {
+		return false, err
+	}
+	out, _, err := prg.Eval(map[string]any{"x": value})
+	if err != nil {
+		return false, err
+	}
+	bv, ok := out.Value().(bool)
+	if !ok {
+		return false, fmt.Errorf("predicate %s is not a boolean", pred)
+	}
+	return bv, nil
+}
+
+func (s *specializer) expr(e ast.Expr) (celbuild.Expr, error) {
+	switch e.Kind() {
+	case ast.IdentKind:
+		if e.AsIdent() == s.v {
+			return s.value, nil
+		}
+		return s.b.Ident(e.AsIdent()), nil
+	case ast.LiteralKind:
+		return s.b.Literal(e.AsLiteral()), nil
+	case ast.SelectKind:
+		sel := e.AsSelect()
+		op, err := s.expr(sel.Operand())
+		if err != nil {
+			return nil, err
+		}
+		if sel.IsTestOnly() {
+			return s.b.Has(op, sel.FieldName()), nil
+		}
+		return s.b.Select(op, sel.FieldName()), nil
+	case ast.ListKind:
+		var elems []celbuild.Expr
+		for _, el := range e.AsList().Elements() {
+			x, err := s.expr(el)
+			if err != nil {
+				return nil, err
+			}
+			elems = append(elems, x)
+		}
+		return s.b.List(elems...), nil
+	case ast.CallKind:
+		return s.call(e.AsCall())
+	}
+	return nil, fmt.Errorf("a %v in a scalar predicate is not specialised", e.Kind())
+}
+
+func (s *specializer) call(c ast.CallExpr) (celbuild.Expr, error) {
+	fn := c.FunctionName()
+	if folded, ok := s.typeTest(fn, c.Args()); ok {
+		return folded, nil
+	}
+	args := make([]celbuild.Expr, len(c.Args()))
+	for i, a := range c.Args() {
+		x, err := s.expr(a)
+		if err != nil {
+			return nil, err
+		}
+		args[i] = x
+	}
+	switch fn {
+	case operators.LogicalAnd:
+		return s.b.And(args...), nil
+	case operators.LogicalOr:
+		return s.b.Or(args...), nil
+	case operators.LogicalNot:
+		return s.b.Not(args[0]), nil
+	case operators.Conditional:
+		return s.b.Ternary(args[0], args[1], args[2]), nil
+	case "string":
+		if !c.IsMemberFunction() && len(args) == 1 && args[0] == s.value && s.shape == kubeschema.String {
+			return s.value, nil
+		}
+	}
+	if c.IsMemberFunction() {
+		target, err := s.expr(c.Target())
+		if err != nil {
+			return nil, err
+		}
+		return s.b.Member(fn, target, args...), nil
+	}
+	return s.b.Call(fn, args...), nil
+}
+
+// typeTest folds type(v) == T and type(v) != T, and v == null, for the
+// value's shape.
+func (s *specializer) typeTest(fn string, args []ast.Expr) (celbuild.Expr, bool) {
+	if fn != operators.Equals && fn != operators.NotEquals || len(args) != 2 {
+		return nil, false
+	}
+	var is, known bool
+	switch {
+	case s.isTypeOfValue(args[0]) && args[1].Kind() == ast.IdentKind:
+		is, known = s.hasType(args[1].AsIdent())
+	case s.isValue(args[0]) && isNull(args[1]), s.isValue(args[1]) && isNull(args[0]):
+		is, known = false, s.shape != kubeschema.Unknown
+	}
+	if !known {
+		return nil, false
+	}
+	if fn == operators.NotEquals {
+		is = !is
+	}
+	return s.b.Bool(is), true
+}
+
+func (s *specializer) isValue(e ast.Expr) bool {
+	return e.Kind() == ast.IdentKind && e.AsIdent() == s.v
+}
+
+func (s *specializer) isTypeOfValue(e ast.Expr) bool {
+	if e.Kind() != ast.CallKind {
+		return false
+	}
+	c := e.AsCall()
+	return c.FunctionName() == "type" && !c.IsMemberFunction() && len(c.Args()) == 1 && s.isValue(c.Args()[0])
+}
+
+// hasType says whether a value of the shape has the CEL type named t;
+// known is false when the shape does not fix the type.
+func (s *specializer) hasType(t string) (is, known bool) {
+	shapes, ok := typeNames[t]
+	if !ok {
+		return false, false
+	}
+	switch s.shape {
+	case kubeschema.Unknown, kubeschema.Number:
+		return false, false
+	case kubeschema.IntOrString:
+		if t == "int" || t == "string" {
+			return false, false
+		}
+		return false, true
+	}
+	for _, sh := range shapes {
+		if sh == s.shape {
+			return true, true
+		}
+	}
+	return false, true
+}
+
+func isNull(e ast.Expr) bool {
+	return e.Kind() == ast.LiteralKind && e.AsLiteral() == types.NullValue
+}

@@ -1,0 +1,609 @@
+package typed
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/admitc/admitc/compiler/kyverno/pattern"
+	"github.com/admitc/admitc/internal/celbuild"
+	"github.com/admitc/admitc/internal/kubeschema"
+	"github.com/admitc/admitc/ir"
+)
+
+// ErrNotTyped says a pattern holds what the typed translation does not
+// take (yet): the rule keeps the exact dynamic translation.
+var ErrNotTyped = errors.New("not typed")
+
+func notTyped(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrNotTyped, fmt.Sprintf(format, args...))
+}
+
+// Check is a pattern translated against its kind's schema, over one root
+// (object or oldObject).
+type Check struct {
+	// OK is true when Kyverno's MatchPattern passes on the root.
+	OK celbuild.Expr
+	// Path is Kyverno's failure path ("/spec/containers/0/image/"), a CEL
+	// string meaningful only when OK is false.
+	Path celbuild.Expr
+}
+
+// Translator translates the patterns of one rule; the reads it records
+// are the shape every translated pattern assumed.
+type Translator struct {
+	b     *celbuild.Builder
+	reads map[string]ir.SchemaRead
+	order []string
+}
+
+// NewTranslator translates with builder b.
+func NewTranslator(b *celbuild.Builder) *Translator {
+	return &Translator{b: b, reads: map[string]ir.SchemaRead{}}
+}
+
+// Reads are the fields the translations read, with the shape and the
+// presence they assumed, in the order first read.
+func (t *Translator) Reads() []ir.SchemaRead {
+	out := make([]ir.SchemaRead, len(t.order))
+	for i, p := range t.order {
+		out[i] = t.reads[p]
+	}
+	return out
+}
+
+// read records that a translation reads the field at schema path path,
+// assuming its shape (ir.SchemaAbsent: a field the schema does not have)
+// and, with present, that every object has it.
+func (t *Translator) read(path, shape string, present bool) {
+	if _, ok := t.reads[path]; !ok {
+		t.order = append(t.order, path)
+	}
+	r := t.reads[path]
+	r.Path, r.Shape, r.Present = path, shape, r.Present || present
+	t.reads[path] = r
+}
+
+// Pattern translates a validate.pattern (as sigs.k8s.io/yaml decodes it)
+// over root, whose schema is n.
+func (t *Translator) Pattern(p any, root celbuild.Expr, n kubeschema.Node) (Check, error) {
+	if err := typedConstructs(p, ""); err != nil {
+		return Check{}, err
+	}
+	w := &walk{t: t, b: t.b, names: map[string]bool{}}
+	c, err := w.element(p, root, n, kpath{}.key(""), "")
+	if err != nil {
+		return Check{}, err
+	}
+	return Check{OK: c.ok, Path: c.fail()}, nil
+}
+
+// typedConstructs refuses the constructs the typed translation leaves to
+// the dynamic one: conditional, global, existence and add anchors
+// (Kyverno's skip and its engine error), wildcard keys, variables and
+// references.
+func typedConstructs(p any, at string) error {
+	switch pt := p.(type) {
+	case map[string]any:
+		for k, v := range pt {
+			switch a := anchorOf(k); {
+			case a.kind == anchorCondition, a.kind == anchorGlobal, a.kind == anchorExistence, a.kind == anchorAdd:
+				return notTyped("%s: the %s anchor %s", at, a.kind, k)
+			case strings.ContainsAny(a.key, "*?"):
+				return notTyped("%s: the wildcard key %s", at, k)
+			case strings.Contains(k, "{{") || strings.Contains(k, "$("):
+				return notTyped("%s: the key %s", at, k)
+			}
+			if err := typedConstructs(v, at+"/"+k); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for i, v := range pt {
+			if err := typedConstructs(v, at+"/"+strconv.Itoa(i)); err != nil {
+				return err
+			}
+		}
+	case string:
+		if strings.Contains(pt, "{{") || strings.Contains(pt, "$(") {
+			return notTyped("%s: the value %q", at, pt)
+		}
+	}
+	return nil
+}
+
+// check is one pattern node's outcome on a present value: ok when
+// Kyverno passes the element, fail its failure path when it does not.
+type check struct {
+	ok   celbuild.Expr
+	fail func() celbuild.Expr
+	// leaf is set when ok is a scalar predicate of one value reached
+	// through keys that decide alike when absent: such a check reads as
+	// an optional chain, !c.?securityContext.?privileged.orValue(false).
+	leaf *chain
+	// list is set when ok is list.all(elem, pred): an optional list reads
+	// as list.orValue([]).all(...), and lists with the same predicate are
+	// checked as one (containers + initContainers).
+	list *listCheck
+}
+
+// listCheck is target.all(elem, pred); field names the list.
+type listCheck struct {
+	target celbuild.Expr
+	field  string
+	elem   string
+	pred   celbuild.Expr
+}
+
+// chain is a scalar predicate on root.keys[0].keys[1]...: absent, when
+// keys is not empty, is the outcome when one of them is absent.
+type chain struct {
+	root   celbuild.Expr
+	keys   []string
+	pred   func(celbuild.Expr) celbuild.Expr
+	absent bool
+	// dflt is a literal the predicate decides as absent, to stand for an
+	// absent value (nil: none).
+	dflt func(absent bool) celbuild.Expr
+}
+
+// walk translates one pattern; names are the variables in scope.
+type walk struct {
+	t     *Translator
+	b     *celbuild.Builder
+	names map[string]bool
+}
+
+// constant is a node that always passes or always fails at path.
+func (w *walk) constant(ok bool, path kpath) check {
+	return check{ok: w.b.Bool(ok), fail: func() celbuild.Expr { return path.expr(w.b) }}
+}
+
+// element is validateResourceElement on a present value v of schema n at
+// Kyverno path path (rp is the schema path of the reads).
+func (w *walk) element(p any, v celbuild.Expr, n kubeschema.Node, path kpath, rp string) (check, error) {
+	shape := n.Shape()
+	switch pt := p.(type) {
+	case map[string]any:
+		switch shape {
+		case kubeschema.Object, kubeschema.Map:
+			return w.mapPattern(pt, v, n, path, rp)
+		case kubeschema.Unknown:
+			return check{}, notTyped("%s: the schema does not say what it holds", rp)
+		}
+		return w.constant(false, path), nil
+	case []any:
+		switch shape {
+		case kubeschema.List:
+			return w.listPattern(pt, v, n, path, rp)
+		case kubeschema.Unknown:
+			return check{}, notTyped("%s: the schema does not say what it holds", rp)
+		}
+		return w.constant(false, path), nil
+	case string, float64, int, int64, bool, nil:
+		return w.scalar(pt, v, n, path, rp)
+	}
+	return check{}, notTyped("%s: a pattern value of type %T", rp, p)
+}
+
+// scalar is a scalar pattern on a present value: on a list, every
+// element must match; the failure path is the value's.
+func (w *walk) scalar(p any, v celbuild.Expr, n kubeschema.Node, path kpath, rp string) (check, error) {
+	pred, err := pattern.Predicate(p, "x")
+	if err != nil {
+		return check{}, notTyped("%s: %v", rp, err)
+	}
+	fail := func() celbuild.Expr { return path.expr(w.b) }
+	if n.Shape() == kubeschema.List {
+		items := n.Items()
+		w.t.read(rp+"[]", items.Shape().String(), false)
+		e := w.fresh("value")
+		defer w.release(e)
+		ok, err := predicate(w.b, pred, "x", w.b.Ident(e), items.Shape())
+		if err != nil {
+			return check{}, notTyped("%s: %v", rp, err)
+		}
+		return check{ok: w.b.All(v, e, ok), fail: fail}, nil
+	}
+	if n.Shape() == kubeschema.Unknown {
+		return check{}, notTyped("%s: the schema does not say what it holds", rp)
+	}
+	ok, err := predicate(w.b, pred, "x", v, n.Shape())
+	if err != nil {
+		return check{}, notTyped("%s: %v", rp, err)
+	}
+	shape := n.Shape()
+	c := check{ok: ok, fail: fail, leaf: &chain{root: v,
+		pred: func(x celbuild.Expr) celbuild.Expr {
+			out, _ := predicate(w.b, pred, "x", x, shape)
+			return out
+		},
+		dflt: func(absent bool) celbuild.Expr { return defaultDecidedAs(w.b, pred, shape, absent) },
+	}}
+	return c, nil
+}
+
+// defaultDecidedAs is a literal of the shape that the predicate decides
+// as want (false or true, "", 0), to stand for an absent value; nil when
+// none does.
+func defaultDecidedAs(b *celbuild.Builder, pred string, shape kubeschema.Shape, want bool) celbuild.Expr {
+	var candidates []any
+	switch shape {
+	case kubeschema.Boolean:
+		candidates = []any{false, true}
+	case kubeschema.String:
+		candidates = []any{""}
+	case kubeschema.Integer:
+		candidates = []any{int64(0)}
+	}
+	for _, c := range candidates {
+		if got, err := evalBool(pred, "x", c); err == nil && got == want {
+			switch v := c.(type) {
+			case bool:
+				return b.Bool(v)
+			case string:
+				return b.String(v)
+			case int64:
+				return b.Int(v)
+			}
+		}
+	}
+	return nil
+}
+
+// listPattern is validateArray: a list of maps checks every element
+// against the first pattern map; a list of scalars every element against
+// the first scalar.
+func (w *walk) listPattern(p []any, v celbuild.Expr, n kubeschema.Node, path kpath, rp string) (check, error) {
+	if len(p) == 0 {
+		return w.constant(false, path), nil
+	}
+	items := n.Items()
+	switch first := p[0].(type) {
+	case map[string]any:
+		w.t.read(rp+"[]", items.Shape().String(), false)
+		if s := items.Shape(); s != kubeschema.Object && s != kubeschema.Map {
+			// No element is a map: every element fails, an empty list passes.
+			return check{ok: w.b.Eq(w.b.Size(v), w.b.Int(0)), fail: func() celbuild.Expr { return path.key("0").expr(w.b) }}, nil
+		}
+		return w.listOfMaps(first, v, items, path, rp)
+	case string, float64, int, int64, bool, nil:
+		return w.scalar(first, v, n, path, rp)
+	}
+	return check{}, notTyped("%s: a list whose first element is %T", rp, p[0])
+}
+
+// listOfMaps is validateArrayOfMaps without anchors that skip: every
+// element must match; the failure is the first failing element's. The
+// element's failure path holds its index, bound by the message.
+func (w *walk) listOfMaps(p map[string]any, v celbuild.Expr, items kubeschema.Node, path kpath, rp string) (check, error) {
+	e, i := w.fresh(singular(rp)), w.fresh("i")
+	defer w.release(e)
+	defer w.release(i)
+	elem, err := w.mapPattern(p, w.b.Ident(e), items, path.index(w.b.Ident(i)), rp+"[]")
+	if err != nil {
+		return check{}, err
+	}
+	fail := func() celbuild.Expr {
+		first := w.b.Member("indexOf", w.b.Map(v, e, elem.ok), w.b.Bool(false))
+		return w.b.Bind(i, first, w.b.Bind(e, w.b.Index(v, w.b.Ident(i)), elem.fail()))
+	}
+	return check{ok: w.b.All(v, e, elem.ok), fail: fail, list: &listCheck{target: v, field: lastField(rp), elem: e, pred: elem.ok}}, nil
+}
+
+// lastField is the last field name of a schema path.
+func lastField(rp string) string {
+	return strings.TrimSuffix(rp[strings.LastIndex(rp, ".")+1:], "[]")
+}
+
+// mapPattern is validateMap without anchors that skip: the equality and
+// negation anchors (sorted by key), then the other keys (those holding
+// anchors first, in reverse order); the first failure in that order is
+// the map's.
+func (w *walk) mapPattern(p map[string]any, v celbuild.Expr, n kubeschema.Node, path kpath, rp string) (check, error) {
+	var checks []check
+	for _, k := range kyvernoOrder(p) {
+		c, err := w.key(k, p[k], v, n, path, rp)
+		if err != nil {
+			return check{}, err
+		}
+		checks = append(checks, c)
+	}
+	return w.firstFailure(checks), nil
+}
+
+// firstFailure is the conjunction of checks, failing with the first
+// failing one's path.
+func (w *walk) firstFailure(checks []check) check {
+	if len(checks) == 1 {
+		return checks[0]
+	}
+	var kept []check
+	for _, c := range checks {
+		if !celbuild.IsTrue(c.ok) {
+			kept = append(kept, c)
+		}
+	}
+	oks := w.mergeLists(kept)
+	fail := func() celbuild.Expr {
+		if len(kept) == 0 {
+			return w.b.String("")
+		}
+		out := kept[len(kept)-1].fail()
+		for i := len(kept) - 2; i >= 0; i-- {
+			out = w.b.Ternary(w.b.Not(kept[i].ok), kept[i].fail(), out)
+		}
+		return out
+	}
+	return check{ok: w.b.And(oks...), fail: fail}
+}
+
+// key is one key of a map pattern on the map v.
+func (w *walk) key(k string, pv any, v celbuild.Expr, n kubeschema.Node, path kpath, rp string) (check, error) {
+	a := anchorOf(k)
+	child, known, present := w.field(n, a.key)
+	crp := a.key
+	if rp != "" {
+		crp = rp + "." + a.key
+	}
+	if known {
+		w.t.read(crp, child.Shape().String(), present)
+	} else {
+		w.t.read(crp, ir.SchemaAbsent, false)
+	}
+	cpath := path.key(a.key)
+	switch a.kind {
+	case anchorNegation:
+		if !known {
+			return w.constant(true, cpath), nil
+		}
+		return check{ok: w.b.Not(w.b.Has(v, a.key)), fail: func() celbuild.Expr { return cpath.expr(w.b) }}, nil
+	case anchorEquality:
+		if !known {
+			return w.constant(true, cpath), nil
+		}
+		c, err := w.element(pv, w.b.Select(v, a.key), child, cpath, crp)
+		if err != nil || present {
+			return c, err
+		}
+		return w.optional(c, v, a.key), nil
+	}
+	if pv == "*" {
+		if !known {
+			return w.constant(false, path), nil
+		}
+		if present {
+			return w.constant(true, path), nil
+		}
+		return check{ok: w.b.Has(v, a.key), fail: func() celbuild.Expr { return path.expr(w.b) }}, nil
+	}
+	absentOK, err := missing(pv)
+	if err != nil {
+		return check{}, notTyped("%s: %v", crp, err)
+	}
+	if !known {
+		return w.constant(absentOK, cpath), nil
+	}
+	c, err := w.element(pv, w.b.Select(v, a.key), child, cpath, crp)
+	if err != nil || present {
+		return c, err
+	}
+	if absentOK {
+		return w.optional(c, v, a.key), nil
+	}
+	return w.required(c, v, a.key, cpath), nil
+}
+
+// optional is c, the check of v's key, on a key that passes when absent.
+func (w *walk) optional(c check, v celbuild.Expr, key string) check {
+	if out, ok := w.chained(c, v, key, true); ok {
+		return out
+	}
+	if l := c.list; l != nil && w.b.Same(l.target, w.b.Select(v, key)) {
+		target := w.b.OrValue(w.b.OptionalSelect(v, key), w.b.List())
+		return check{ok: w.b.All(target, l.elem, l.pred), fail: c.fail, list: &listCheck{target: target, field: l.field, elem: l.elem, pred: l.pred}}
+	}
+	return check{ok: w.b.Or(w.b.Not(w.b.Has(v, key)), c.ok), fail: c.fail}
+}
+
+// required is c, the check of v's key, on a key that fails at path when
+// absent.
+func (w *walk) required(c check, v celbuild.Expr, key string, path kpath) check {
+	if out, ok := w.chained(c, v, key, false); ok {
+		out.fail = w.absentFail(c, v, key, path)
+		return out
+	}
+	return check{ok: w.b.And(w.b.Has(v, key), c.ok), fail: w.absentFail(c, v, key, path)}
+}
+
+func (w *walk) absentFail(c check, v celbuild.Expr, key string, path kpath) func() celbuild.Expr {
+	return func() celbuild.Expr { return w.b.Ternary(w.b.Has(v, key), c.fail(), path.expr(w.b)) }
+}
+
+// chained writes a scalar predicate reached through keys that all decide
+// alike when absent as an optional chain to the value, with a default the
+// predicate decides as an absent key is decided:
+// !c.?securityContext.?privileged.orValue(false).
+func (w *walk) chained(c check, v celbuild.Expr, key string, absent bool) (check, bool) {
+	l := c.leaf
+	if l == nil || len(l.keys) > 0 && l.absent != absent || !w.b.Same(l.root, w.b.Select(v, key)) {
+		return check{}, false
+	}
+	d := l.dflt(absent)
+	if d == nil {
+		return check{}, false
+	}
+	grown := &chain{root: v, keys: append([]string{key}, l.keys...), pred: l.pred, absent: absent, dflt: l.dflt}
+	value := v
+	for _, k := range grown.keys {
+		value = w.b.OptionalSelect(value, k)
+	}
+	return check{ok: l.pred(w.b.OrValue(value, d)), fail: c.fail, leaf: grown}, true
+}
+
+// field is the schema of key in the map node n: known is false for a
+// property the schema does not have (the API server drops it, so it is
+// never there); present says every object has it.
+func (w *walk) field(n kubeschema.Node, key string) (child kubeschema.Node, known, present bool) {
+	if n.Shape() == kubeschema.Map {
+		return n.Values(), true, false
+	}
+	child, ok := n.Field(key)
+	if !ok {
+		return kubeschema.Node{}, false, false
+	}
+	return child, true, n.AlwaysPresent(key)
+}
+
+// fresh is a variable name not in scope, from base.
+func (w *walk) fresh(base string) string {
+	name := base
+	for i := 2; w.names[name] || reservedName[name]; i++ {
+		name = base + strconv.Itoa(i)
+	}
+	w.names[name] = true
+	return name
+}
+
+func (w *walk) release(name string) { delete(w.names, name) }
+
+// reservedName are the names an admission policy's expressions see.
+var reservedName = map[string]bool{"object": true, "oldObject": true, "request": true, "params": true, "namespaceObject": true,
+	"authorizer": true, "variables": true, "cel": true, "x": true, "in": true}
+
+// singular names an element of the list at schema path rp by the last
+// word of its name: spec.initContainers holds a container.
+func singular(rp string) string {
+	last := lastField(rp)
+	for i := len(last) - 1; i > 0; i-- {
+		if last[i] >= 'A' && last[i] <= 'Z' {
+			last = strings.ToLower(last[i:i+1]) + last[i+1:]
+			break
+		}
+	}
+	switch {
+	case strings.HasSuffix(last, "ies") && len(last) > 3:
+		return last[:len(last)-3] + "y"
+	case strings.HasSuffix(last, "s") && len(last) > 1:
+		return last[:len(last)-1]
+	case last == "":
+		return "item"
+	}
+	return last + "Item"
+}
+
+// kyvernoOrder is the order validateMap evaluates a map's keys in: the
+// anchors sorted by key, then the other keys sorted, those holding
+// anchors moved to the front in reverse order.
+func kyvernoOrder(p map[string]any) []string {
+	var anchors, plain []string
+	for k := range p {
+		if anchorOf(k).kind != anchorNone {
+			anchors = append(anchors, k)
+		} else {
+			plain = append(plain, k)
+		}
+	}
+	sort.Strings(anchors)
+	sort.Strings(plain)
+	var front, back []string
+	for _, k := range plain {
+		if hasAnchors(p[k]) {
+			front = append([]string{k}, front...)
+		} else {
+			back = append(back, k)
+		}
+	}
+	return append(append(anchors, front...), back...)
+}
+
+func hasAnchors(p any) bool {
+	switch pt := p.(type) {
+	case map[string]any:
+		for k, v := range pt {
+			if anchorOf(k).kind != anchorNone || hasAnchors(v) {
+				return true
+			}
+		}
+	case []any:
+		for _, v := range pt {
+			if hasAnchors(v) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// missing is Kyverno's outcome for a pattern on a missing value: a map or
+// a list fails; a scalar is pattern.Validate(nil).
+func missing(p any) (bool, error) {
+	switch p.(type) {
+	case map[string]any, []any:
+		return false, nil
+	}
+	pred, err := pattern.Predicate(p, "x")
+	if err != nil {
+		return false, err
+	}
+	return evalBool(pred, "x", nil)
+}
+
+// listOrder is the order lists checked as one are joined in: as a pod
+// spec lists its containers.
+var listOrder = map[string]int{"containers": 0, "initContainers": 1, "ephemeralContainers": 2}
+
+// mergeLists are the oks of checks, those that check lists with the same
+// predicate over the same element name joined into one check of the
+// lists' concatenation, at the place of the first.
+func (w *walk) mergeLists(checks []check) []celbuild.Expr {
+	groups := map[string][]*listCheck{}
+	var keys []string
+	for _, c := range checks {
+		if c.list == nil {
+			continue
+		}
+		k := c.list.elem + "\x00" + w.b.MustPrint(c.list.pred)
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], c.list)
+	}
+	merged := map[*listCheck]celbuild.Expr{}
+	for _, k := range keys {
+		g := groups[k]
+		if len(g) < 2 {
+			continue
+		}
+		sorted := append([]*listCheck(nil), g...)
+		sort.SliceStable(sorted, func(i, j int) bool { return rank(sorted[i].field) < rank(sorted[j].field) })
+		target := sorted[0].target
+		for _, l := range sorted[1:] {
+			target = w.b.Add(target, l.target)
+		}
+		merged[g[0]] = w.b.All(target, g[0].elem, g[0].pred)
+		for _, l := range g[1:] {
+			merged[l] = nil
+		}
+	}
+	var oks []celbuild.Expr
+	for _, c := range checks {
+		switch m, ok := merged[c.list]; {
+		case c.list != nil && ok && m == nil:
+		case c.list != nil && ok:
+			oks = append(oks, m)
+		default:
+			oks = append(oks, c.ok)
+		}
+	}
+	return oks
+}
+
+func rank(field string) int {
+	if r, ok := listOrder[field]; ok {
+		return r
+	}
+	return len(listOrder)
+}

@@ -1,0 +1,76 @@
+package typed
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+
+	"github.com/admitc/admitc/internal/celbuild"
+	"github.com/admitc/admitc/internal/kubeschema"
+)
+
+func podSchema(t *testing.T) kubeschema.Node {
+	r, err := kubeschema.NewResolver()
+	require.NoError(t, err)
+	n, ok := r.Schema(schema.GroupVersionKind{Version: "v1", Kind: "Pod"})
+	require.True(t, ok)
+	return n
+}
+
+func translate(t *testing.T, pattern string) (string, string) {
+	var p any
+	require.NoError(t, yaml.Unmarshal([]byte(pattern), &p))
+	b := celbuild.New()
+	c, err := NewTranslator(b).Pattern(p, b.Ident("object"), podSchema(t))
+	require.NoError(t, err)
+	return b.MustPrint(c.OK), b.MustPrint(c.Path)
+}
+
+// Published Pod Security and best-practice patterns read as a person
+// writes them.
+func TestPatternsReadAsWritten(t *testing.T) {
+	for p, want := range map[string]string{`
+spec:
+  =(ephemeralContainers):
+  - =(securityContext):
+      =(privileged): "false"
+  =(initContainers):
+  - =(securityContext):
+      =(privileged): "false"
+  containers:
+  - =(securityContext):
+      =(privileged): "false"
+`: `(object.spec.containers + object.spec.?initContainers.orValue([]) + object.spec.?ephemeralContainers.orValue([])).all(container, !container.?securityContext.?privileged.orValue(false))`, `
+spec:
+  =(hostPID): "false"
+  =(hostIPC): "false"
+  =(hostNetwork): "false"
+`: `!object.spec.?hostIPC.orValue(false) && !object.spec.?hostNetwork.orValue(false) && !object.spec.?hostPID.orValue(false)`, `
+spec:
+  containers:
+  - image: "!*:latest"
+`: `object.spec.containers.all(container, has(container.image) && (!container.image.endsWith(":latest") || container.image == "!*:latest"))`, `
+spec:
+  containers:
+  - resources:
+      requests:
+        memory: "?*"
+        cpu: "?*"
+      limits:
+        memory: "?*"
+`: `object.spec.containers.all(container, container.resources.?limits.?memory.orValue("") != "" && has(container.resources.requests) && container.resources.requests.?cpu.orValue("") != "" && container.resources.requests.?memory.orValue("") != "")`, `
+spec:
+  =(volumes):
+  - X(hostPath): "null"
+`: `object.spec.?volumes.orValue([]).all(volume, !has(volume.hostPath))`, `
+metadata:
+  labels:
+    app.kubernetes.io/name: "?*"
+`: `object.metadata.?labels[?"app.kubernetes.io/name"].orValue("") != ""`} {
+		ok, _ := translate(t, p)
+		assert.Equal(t, want, ok)
+	}
+}

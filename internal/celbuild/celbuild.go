@@ -1,0 +1,450 @@
+// Package celbuild builds CEL expressions as cel-go abstract syntax trees
+// and prints them with cel-go's unparser, so a translation composes and
+// simplifies expressions instead of concatenating text: logical operators
+// fold constants as they are built (true && x is x), a negated comparison
+// is the opposite comparison, and macros (all, exists, map, filter,
+// cel.bind) are built as the comprehensions the parser would expand them to,
+// recorded so they print as written.
+//
+// It imports cel-go only. What it builds is checked by parsing and
+// type-checking the printed text in the API server's environment
+// (internal/celenv), as the API server itself reads it.
+package celbuild
+
+import (
+	"fmt"
+	"regexp"
+
+	"github.com/google/cel-go/common"
+	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/operators"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/parser"
+)
+
+// Expr is a CEL expression being built.
+type Expr = ast.Expr
+
+// Builder makes expressions; the expressions of one builder share its ID
+// space and its record of macro calls, so print them with the builder that
+// made them.
+type Builder struct {
+	fac    ast.ExprFactory
+	nextID int64
+	info   *ast.SourceInfo
+}
+
+// New returns an empty builder.
+func New() *Builder {
+	return &Builder{fac: ast.NewExprFactory(), info: ast.NewSourceInfo(nil)}
+}
+
+func (b *Builder) id() int64 {
+	b.nextID++
+	return b.nextID
+}
+
+// Ident is a variable or a declared name.
+func (b *Builder) Ident(name string) Expr { return b.fac.NewIdent(b.id(), name) }
+
+// String is a string literal.
+func (b *Builder) String(s string) Expr { return b.literal(types.String(s)) }
+
+// Int is an int literal.
+func (b *Builder) Int(n int64) Expr { return b.literal(types.Int(n)) }
+
+// Double is a double literal.
+func (b *Builder) Double(f float64) Expr { return b.literal(types.Double(f)) }
+
+// Bool is true or false.
+func (b *Builder) Bool(v bool) Expr { return b.literal(types.Bool(v)) }
+
+// Null is null.
+func (b *Builder) Null() Expr { return b.literal(types.NullValue) }
+
+func (b *Builder) literal(v ref.Val) Expr { return b.fac.NewLiteral(b.id(), v) }
+
+// Literal is a literal of any CEL value type.
+func (b *Builder) Literal(v ref.Val) Expr { return b.literal(v) }
+
+// List is a list literal.
+func (b *Builder) List(elems ...Expr) Expr { return b.fac.NewList(b.id(), elems, nil) }
+
+var identifier = regexp.MustCompile(`^[A-Za-z_][0-9A-Za-z_]*$`)
+
+// reserved are CEL's reserved words, which cannot be selected as fields.
+var reserved = map[string]bool{"in": true, "as": true, "break": true, "const": true, "continue": true, "else": true, "for": true,
+	"function": true, "if": true, "import": true, "let": true, "loop": true, "package": true, "namespace": true, "return": true,
+	"var": true, "void": true, "while": true, "true": true, "false": true, "null": true}
+
+// Selectable says whether a key can be written as a field selection
+// (object.spec); any other key is written as an index (labels["app.kubernetes.io/name"]).
+func Selectable(key string) bool { return identifier.MatchString(key) && !reserved[key] }
+
+// Select is e.field, or e["field"] when field is not an identifier.
+func (b *Builder) Select(e Expr, field string) Expr {
+	if !Selectable(field) {
+		return b.Index(e, b.String(field))
+	}
+	return b.fac.NewSelect(b.id(), e, field)
+}
+
+// Has is has(e.field), or "field" in e when field is not an identifier.
+func (b *Builder) Has(e Expr, field string) Expr {
+	if !Selectable(field) {
+		return b.In(b.String(field), e)
+	}
+	return b.fac.NewPresenceTest(b.id(), e, field)
+}
+
+// OptionalSelect is e.?field (optional field selection), or e[?"field"]
+// when field is not an identifier.
+func (b *Builder) OptionalSelect(e Expr, field string) Expr {
+	if !Selectable(field) {
+		return b.Call(operators.OptIndex, e, b.String(field))
+	}
+	return b.Call(operators.OptSelect, e, b.String(field))
+}
+
+// OrValue is e.orValue(v), of an optional e.
+func (b *Builder) OrValue(e, v Expr) Expr { return b.Member("orValue", e, v) }
+
+// Index is e[key].
+func (b *Builder) Index(e, key Expr) Expr { return b.Call(operators.Index, e, key) }
+
+// Call is a global function call.
+func (b *Builder) Call(fn string, args ...Expr) Expr { return b.fac.NewCall(b.id(), fn, args...) }
+
+// Member is a receiver-style call: target.fn(args).
+func (b *Builder) Member(fn string, target Expr, args ...Expr) Expr {
+	return b.fac.NewMemberCall(b.id(), fn, target, args...)
+}
+
+// In is x in list (or key in map).
+func (b *Builder) In(x, container Expr) Expr { return b.Call(operators.In, x, container) }
+
+// Size is e.size().
+func (b *Builder) Size(e Expr) Expr { return b.Member("size", e) }
+
+// Add is x + y.
+func (b *Builder) Add(x, y Expr) Expr { return b.Call(operators.Add, x, y) }
+
+// Eq is x == y.
+func (b *Builder) Eq(x, y Expr) Expr { return b.Call(operators.Equals, x, y) }
+
+// Ne is x != y.
+func (b *Builder) Ne(x, y Expr) Expr { return b.Call(operators.NotEquals, x, y) }
+
+// Compare is x op y for op one of == != < <= > >=.
+func (b *Builder) Compare(op string, x, y Expr) Expr {
+	fn, ok := comparisons[op]
+	if !ok {
+		panic(fmt.Sprintf("celbuild: comparison %q", op))
+	}
+	return b.Call(fn, x, y)
+}
+
+var comparisons = map[string]string{"==": operators.Equals, "!=": operators.NotEquals, "<": operators.Less,
+	"<=": operators.LessEquals, ">": operators.Greater, ">=": operators.GreaterEquals}
+
+// opposites are the comparisons a negation turns into.
+var opposites = map[string]string{operators.Equals: operators.NotEquals, operators.NotEquals: operators.Equals}
+
+// Bool values of literal expressions.
+
+// IsTrue says whether e is the literal true.
+func IsTrue(e Expr) bool { return isBool(e, true) }
+
+// IsFalse says whether e is the literal false.
+func IsFalse(e Expr) bool { return isBool(e, false) }
+
+func isBool(e Expr, v bool) bool {
+	if e == nil || e.Kind() != ast.LiteralKind {
+		return false
+	}
+	bv, ok := e.AsLiteral().(types.Bool)
+	return ok && bool(bv) == v
+}
+
+// And is the conjunction of xs: true operands are left out, a false one
+// makes it false, nested conjunctions are flattened; no operand is true.
+func (b *Builder) And(xs ...Expr) Expr { return b.logical(operators.LogicalAnd, true, xs) }
+
+// Or is the disjunction of xs, folded as And is.
+func (b *Builder) Or(xs ...Expr) Expr { return b.logical(operators.LogicalOr, false, xs) }
+
+func (b *Builder) logical(op string, unit bool, xs []Expr) Expr {
+	var kept []Expr
+	for _, x := range xs {
+		switch {
+		case x == nil || isBool(x, unit):
+			continue
+		case isBool(x, !unit):
+			return b.Bool(!unit)
+		case x.Kind() == ast.CallKind && x.AsCall().FunctionName() == op:
+			kept = append(kept, x.AsCall().Args()...)
+		default:
+			kept = append(kept, x)
+		}
+	}
+	switch len(kept) {
+	case 0:
+		return b.Bool(unit)
+	case 1:
+		return kept[0]
+	}
+	out := kept[0]
+	for _, x := range kept[1:] {
+		out = b.Call(op, out, x)
+	}
+	return out
+}
+
+// Not is !x: a literal is folded, !!x is x, a negated == or != is the
+// other comparison.
+func (b *Builder) Not(x Expr) Expr {
+	switch {
+	case IsTrue(x):
+		return b.Bool(false)
+	case IsFalse(x):
+		return b.Bool(true)
+	case x.Kind() == ast.CallKind:
+		c := x.AsCall()
+		if c.FunctionName() == operators.LogicalNot {
+			return c.Args()[0]
+		}
+		if op, ok := opposites[c.FunctionName()]; ok {
+			return b.Call(op, c.Args()...)
+		}
+	}
+	return b.Call(operators.LogicalNot, x)
+}
+
+// Cond is c ? t : f, folded when c is a literal or t and f are.
+func (b *Builder) Cond(c, t, f Expr) Expr {
+	switch {
+	case IsTrue(c):
+		return t
+	case IsFalse(c):
+		return f
+	case IsTrue(t) && IsFalse(f):
+		return c
+	case IsFalse(t) && IsTrue(f):
+		return b.Not(c)
+	case IsTrue(t):
+		return b.Or(c, f)
+	case IsFalse(f):
+		return b.And(c, t)
+	case IsFalse(t):
+		return b.And(b.Not(c), f)
+	case IsTrue(f):
+		return b.Or(b.Not(c), t)
+	}
+	return b.Call(operators.Conditional, c, t, f)
+}
+
+// Ternary is c ? t : f for values that are not booleans (strings,
+// lists), folded when c is a literal or both branches are the same.
+func (b *Builder) Ternary(c, t, f Expr) Expr {
+	switch {
+	case IsTrue(c):
+		return t
+	case IsFalse(c):
+		return f
+	case b.Same(t, f):
+		return t
+	}
+	return b.Call(operators.Conditional, c, t, f)
+}
+
+// Same says whether x and y are the same expression (they print alike).
+func (b *Builder) Same(x, y Expr) bool {
+	px, errx := b.Print(x)
+	py, erry := b.Print(y)
+	return errx == nil && erry == nil && px == py
+}
+
+// Parse adopts CEL source into the builder, as if it had been built: the
+// parsed expression gets the builder's IDs and its macros are recorded.
+func (b *Builder) Parse(src string) (Expr, error) {
+	p, err := parser.NewParser(parser.Macros(parser.AllMacros...), parser.EnableOptionalSyntax(true), parser.PopulateMacroCalls(true))
+	if err != nil {
+		return nil, err
+	}
+	parsed, iss := p.Parse(common.NewTextSource(src))
+	if len(iss.GetErrors()) > 0 {
+		return nil, fmt.Errorf("%s", iss.ToDisplayString())
+	}
+	a := &adoption{b: b, info: parsed.SourceInfo(), ids: map[int64]int64{}}
+	return a.adopt(parsed.Expr()), nil
+}
+
+// adoption copies expressions made by another source with the builder's
+// IDs: ids maps the old IDs to the new, for the macro calls that refer to
+// a nested macro by its ID.
+type adoption struct {
+	b    *Builder
+	info *ast.SourceInfo
+	ids  map[int64]int64
+}
+
+func (a *adoption) adopt(e Expr) Expr {
+	out := a.copy(e)
+	a.ids[e.ID()] = out.ID()
+	return out
+}
+
+func (a *adoption) copy(e Expr) Expr {
+	b, info := a.b, a.info
+	var out Expr
+	switch e.Kind() {
+	case ast.IdentKind:
+		out = b.Ident(e.AsIdent())
+	case ast.LiteralKind:
+		out = b.literal(e.AsLiteral())
+	case ast.SelectKind:
+		s := e.AsSelect()
+		if s.IsTestOnly() {
+			out = b.fac.NewPresenceTest(b.id(), a.adopt(s.Operand()), s.FieldName())
+		} else {
+			out = b.fac.NewSelect(b.id(), a.adopt(s.Operand()), s.FieldName())
+		}
+	case ast.CallKind:
+		c := e.AsCall()
+		args := make([]Expr, len(c.Args()))
+		for i, arg := range c.Args() {
+			args[i] = a.adopt(arg)
+		}
+		if c.IsMemberFunction() {
+			out = b.Member(c.FunctionName(), a.adopt(c.Target()), args...)
+		} else {
+			out = b.Call(c.FunctionName(), args...)
+		}
+	case ast.ListKind:
+		l := e.AsList()
+		elems := make([]Expr, len(l.Elements()))
+		for i, el := range l.Elements() {
+			elems[i] = a.adopt(el)
+		}
+		out = b.fac.NewList(b.id(), elems, l.OptionalIndices())
+	case ast.MapKind:
+		var entries []ast.EntryExpr
+		for _, en := range e.AsMap().Entries() {
+			me := en.AsMapEntry()
+			entries = append(entries, b.fac.NewMapEntry(b.id(), a.adopt(me.Key()), a.adopt(me.Value()), me.IsOptional()))
+		}
+		out = b.fac.NewMap(b.id(), entries)
+	case ast.ComprehensionKind:
+		c := e.AsComprehension()
+		out = b.fac.NewComprehensionTwoVar(b.id(), a.adopt(c.IterRange()), c.IterVar(), c.IterVar2(), c.AccuVar(),
+			a.adopt(c.AccuInit()), a.adopt(c.LoopCondition()), a.adopt(c.LoopStep()), a.adopt(c.Result()))
+		if call, ok := info.GetMacroCall(e.ID()); ok {
+			b.info.SetMacroCall(out.ID(), a.adopt(call))
+		}
+	case ast.UnspecifiedExprKind:
+		out = b.fac.NewUnspecifiedExpr(a.ids[e.ID()])
+	default:
+		panic(fmt.Sprintf("celbuild: cannot adopt a %v", e.Kind()))
+	}
+	return out
+}
+
+// All is target.all(v, pred); a literal true predicate is true.
+func (b *Builder) All(target Expr, v string, pred Expr) Expr {
+	if IsTrue(pred) {
+		return pred
+	}
+	return b.macro(parser.MakeAll, "all", target, v, pred)
+}
+
+// Exists is target.exists(v, pred); a literal false predicate is false.
+func (b *Builder) Exists(target Expr, v string, pred Expr) Expr {
+	if IsFalse(pred) {
+		return pred
+	}
+	return b.macro(parser.MakeExists, "exists", target, v, pred)
+}
+
+// Map is target.map(v, fn).
+func (b *Builder) Map(target Expr, v string, fn Expr) Expr {
+	return b.macro(parser.MakeMap, "map", target, v, fn)
+}
+
+// Filter is target.filter(v, pred).
+func (b *Builder) Filter(target Expr, v string, pred Expr) Expr {
+	return b.macro(parser.MakeFilter, "filter", target, v, pred)
+}
+
+// macro builds the comprehension of a receiver macro and records the call
+// it prints as.
+func (b *Builder) macro(expand parser.MacroExpander, name string, target Expr, v string, body Expr) Expr {
+	h := &helper{b: b}
+	comp, err := expand(h, target, []Expr{b.Ident(v), body})
+	if err != nil {
+		panic(fmt.Sprintf("celbuild: %s macro: %s", name, err.Message))
+	}
+	b.info.SetMacroCall(comp.ID(), b.fac.NewMemberCall(0, name, target, b.Ident(v), body))
+	return comp
+}
+
+// Bind is cel.bind(v, init, body), the variable v holding init in body.
+func (b *Builder) Bind(v string, init, body Expr) Expr {
+	comp := b.fac.NewComprehension(b.id(), b.List(), "#unused", v, init, b.Bool(false), b.Ident(v), body)
+	b.info.SetMacroCall(comp.ID(), b.fac.NewMemberCall(0, "bind", b.Ident("cel"), b.Ident(v), init, body))
+	return comp
+}
+
+// Print renders e as CEL source.
+func (b *Builder) Print(e Expr) (string, error) {
+	return parser.Unparse(e, b.info, parser.WrapOnColumn(1_000_000))
+}
+
+// MustPrint is Print for expressions the builder made, which always print.
+func (b *Builder) MustPrint(e Expr) string {
+	s, err := b.Print(e)
+	if err != nil {
+		panic(fmt.Sprintf("celbuild: unparse: %v", err))
+	}
+	return s
+}
+
+// helper is the parser.ExprHelper the macro expanders build with.
+type helper struct{ b *Builder }
+
+var _ parser.ExprHelper = (*helper)(nil)
+
+func (h *helper) Copy(e Expr) Expr                     { return h.b.fac.CopyExpr(e) }
+func (h *helper) NewLiteral(v ref.Val) Expr            { return h.b.literal(v) }
+func (h *helper) NewList(elems ...Expr) Expr           { return h.b.List(elems...) }
+func (h *helper) NewMap(entries ...ast.EntryExpr) Expr { return h.b.fac.NewMap(h.b.id(), entries) }
+func (h *helper) NewMapEntry(k, v Expr, opt bool) ast.EntryExpr {
+	return h.b.fac.NewMapEntry(h.b.id(), k, v, opt)
+}
+func (h *helper) NewStruct(name string, fields ...ast.EntryExpr) Expr {
+	return h.b.fac.NewStruct(h.b.id(), name, fields)
+}
+func (h *helper) NewStructField(f string, v Expr, opt bool) ast.EntryExpr {
+	return h.b.fac.NewStructField(h.b.id(), f, v, opt)
+}
+func (h *helper) NewComprehension(r Expr, iter, accu string, init, cond, step, result Expr) Expr {
+	return h.b.fac.NewComprehension(h.b.id(), r, iter, accu, init, cond, step, result)
+}
+func (h *helper) NewComprehensionTwoVar(r Expr, iter, iter2, accu string, init, cond, step, result Expr) Expr {
+	return h.b.fac.NewComprehensionTwoVar(h.b.id(), r, iter, iter2, accu, init, cond, step, result)
+}
+func (h *helper) NewIdent(name string) Expr            { return h.b.Ident(name) }
+func (h *helper) NewAccuIdent() Expr                   { return h.b.Ident(h.AccuIdentName()) }
+func (h *helper) AccuIdentName() string                { return parser.AccumulatorName }
+func (h *helper) NewCall(fn string, args ...Expr) Expr { return h.b.Call(fn, args...) }
+func (h *helper) NewMemberCall(fn string, t Expr, args ...Expr) Expr {
+	return h.b.Member(fn, t, args...)
+}
+func (h *helper) NewPresenceTest(e Expr, f string) Expr {
+	return h.b.fac.NewPresenceTest(h.b.id(), e, f)
+}
+func (h *helper) NewSelect(e Expr, f string) Expr      { return h.b.fac.NewSelect(h.b.id(), e, f) }
+func (h *helper) OffsetLocation(int64) common.Location { return common.NoLocation }
+func (h *helper) NewError(id int64, msg string) *common.Error {
+	return &common.Error{ExprID: id, Message: msg, Location: common.NoLocation}
+}

@@ -1,0 +1,31 @@
+package celbuild
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestPrint(t *testing.T) {
+	b := New()
+	c := b.Ident("c")
+	sc := b.Select(c, "securityContext")
+	pred := b.Or(b.Not(b.Has(c, "securityContext")), b.Not(b.Has(sc, "privileged")), b.Eq(b.Select(sc, "privileged"), b.Bool(false)))
+	e := b.All(b.Select(b.Select(b.Ident("object"), "spec"), "containers"), "c", pred)
+	assert.Equal(t, `object.spec.containers.all(c, !has(c.securityContext) || !has(c.securityContext.privileged) || c.securityContext.privileged == false)`, b.MustPrint(e))
+
+	labels := b.Select(b.Select(b.Ident("object"), "metadata"), "labels")
+	assert.Equal(t, `"app.kubernetes.io/name" in object.metadata.labels && object.metadata.labels["app.kubernetes.io/name"] != ""`,
+		b.MustPrint(b.And(b.Has(labels, "app.kubernetes.io/name"), b.Not(b.Eq(b.Select(labels, "app.kubernetes.io/name"), b.String(""))))))
+	assert.Equal(t, `cel.bind(i, [1, 2].map(x, x + 1), i[0])`, b.MustPrint(b.Bind("i", b.Map(b.List(b.Int(1), b.Int(2)), "x", b.Add(b.Ident("x"), b.Int(1))), b.Index(b.Ident("i"), b.Int(0)))))
+	assert.Equal(t, "true", b.MustPrint(b.And(b.Bool(true), b.Or(b.Bool(false), b.Bool(true)))))
+	assert.Equal(t, `object.spec.?hostNetwork.orValue(false) == false`, b.MustPrint(b.Eq(b.OrValue(b.OptionalSelect(b.Select(b.Ident("object"), "spec"), "hostNetwork"), b.Bool(false)), b.Bool(false))))
+}
+
+func TestParseAdopts(t *testing.T) {
+	b := New()
+	e, err := b.Parse(`request.operation == 'UPDATE' && object.spec.containers.all(c, c.image != "") && [1].exists(x, x > 0)`)
+	assert.NoError(t, err)
+	assert.Equal(t, `request.operation == "UPDATE" && object.spec.containers.all(c, c.image != "") && [1].exists(x, x > 0)`, b.MustPrint(b.And(e, b.Bool(true))))
+	assert.True(t, b.Same(b.Ident("a"), b.Ident("a")))
+}

@@ -1,0 +1,317 @@
+// Package kubeschema knows the schema of the kinds a policy matches, as
+// the API server knows it: built-in kinds from the Kubernetes release's
+// generated OpenAPI definitions (k8s.io/kubernetes/pkg/generated/openapi,
+// resolved by k8s.io/apiserver's DefinitionsSchemaResolver, as
+// kube-controller-manager's admission policy type checker resolves them),
+// custom resources from their CRD's schema when given. A translation asks
+// it what type a field has and whether every object the API server hands
+// to admission has it, so it can leave out the checks the schema makes
+// moot; the runtime asks it whether an object offline is shaped as the
+// schema says before judging it with such a translation (Conforms).
+//
+// It imports Kubernetes' API machinery only, never a frontend or backend.
+package kubeschema
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/cel/openapi/resolver"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+	"k8s.io/kubernetes/pkg/generated/openapi"
+)
+
+// Shape is what a schema node holds.
+type Shape int
+
+const (
+	// Unknown is a value whose type the schema does not fix
+	// (x-kubernetes-preserve-unknown-fields, or no schema at all).
+	Unknown Shape = iota
+	// Object has named properties.
+	Object
+	// Map has string keys and values of one schema (additionalProperties).
+	Map
+	// List has items of one schema.
+	List
+	// String, Integer, Number and Boolean are scalars.
+	String
+	Integer
+	Number
+	Boolean
+	// IntOrString is x-kubernetes-int-or-string: an int or a string.
+	IntOrString
+)
+
+func (s Shape) String() string {
+	return [...]string{"unknown", "object", "map", "list", "string", "integer", "number", "boolean", "int-or-string"}[s]
+}
+
+// Node is a place in a kind's schema.
+type Node struct {
+	s *spec.Schema
+	// goType is the Go type a built-in kind's value decodes into (nil for
+	// custom resources): a field of a struct type that is not a pointer is
+	// in every object the API server serialises.
+	goType reflect.Type
+}
+
+// Shape says what the node holds.
+func (n Node) Shape() Shape {
+	s := n.s
+	switch {
+	case s == nil:
+		return Unknown
+	case isIntOrString(s):
+		return IntOrString
+	}
+	switch typeOf(s) {
+	case "object":
+		switch {
+		case len(s.Properties) > 0:
+			return Object
+		case s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil:
+			return Map
+		}
+		return Unknown
+	case "array":
+		if s.Items != nil && s.Items.Schema != nil {
+			return List
+		}
+		return Unknown
+	case "string":
+		return String
+	case "integer":
+		return Integer
+	case "number":
+		return Number
+	case "boolean":
+		return Boolean
+	}
+	return Unknown
+}
+
+// typeOf is a schema's type; a union the OpenAPI v3 definitions write as
+// oneOf (resource.Quantity: a string or a number) takes the type of its
+// OpenAPI v2 form (a quantity is serialised as a string).
+func typeOf(s *spec.Schema) string {
+	if len(s.Type) == 1 {
+		return s.Type[0]
+	}
+	switch v2 := s.Extensions["x-kubernetes-v2-schema"].(type) {
+	case spec.Schema:
+		return typeOf(&v2)
+	case *spec.Schema:
+		return typeOf(v2)
+	}
+	return ""
+}
+
+func isIntOrString(s *spec.Schema) bool {
+	v, ok := s.Extensions["x-kubernetes-int-or-string"].(bool)
+	return ok && v || s.Format == "int-or-string"
+}
+
+// Field is the property name of an object node.
+func (n Node) Field(name string) (Node, bool) {
+	if n.Shape() != Object {
+		return Node{}, false
+	}
+	p, ok := n.s.Properties[name]
+	if !ok {
+		return Node{}, false
+	}
+	return Node{s: &p, goType: fieldType(n.goType, name)}, true
+}
+
+// AlwaysPresent says whether every object the API server serialises has
+// the property name: a required property, or a field of a built-in kind
+// whose Go type is a struct, not a pointer (it is written even when empty:
+// a Pod always has spec, a container always has resources).
+func (n Node) AlwaysPresent(name string) bool {
+	if n.Shape() != Object {
+		return false
+	}
+	for _, r := range n.s.Required {
+		if r == name {
+			return true
+		}
+	}
+	t := fieldType(n.goType, name)
+	return t != nil && t.Kind() == reflect.Struct
+}
+
+// Items is a list node's item schema.
+func (n Node) Items() Node {
+	if n.Shape() != List {
+		return Node{}
+	}
+	return Node{s: n.s.Items.Schema, goType: elem(n.goType)}
+}
+
+// Values is a map node's value schema.
+func (n Node) Values() Node {
+	if n.Shape() != Map {
+		return Node{}
+	}
+	return Node{s: n.s.AdditionalProperties.Schema, goType: elem(n.goType)}
+}
+
+// fieldType is the Go type of the field of struct type t whose JSON name
+// is name (fields inlined with ",inline" included), or nil.
+func fieldType(t reflect.Type, name string) reflect.Type {
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil
+	}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		jsonName, opts, _ := strings.Cut(tag, ",")
+		if strings.Contains(opts, "inline") || f.Anonymous && jsonName == "" {
+			if ft := fieldType(f.Type, name); ft != nil {
+				return ft
+			}
+			continue
+		}
+		if jsonName == name {
+			return f.Type
+		}
+	}
+	return nil
+}
+
+// elem is the element type of a slice or map type, through pointers.
+func elem(t reflect.Type) reflect.Type {
+	if t == nil {
+		return nil
+	}
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() == reflect.Slice || t.Kind() == reflect.Map {
+		e := t.Elem()
+		if e.Kind() == reflect.Pointer {
+			e = e.Elem()
+		}
+		return e
+	}
+	return nil
+}
+
+// Resolver gives the schema of a kind: built-in kinds from the release's
+// OpenAPI definitions, custom resources from the CRDs given.
+type Resolver struct {
+	crds map[schema.GroupVersionKind]*spec.Schema
+}
+
+var (
+	builtinOnce  sync.Once
+	builtin      *resolver.DefinitionsSchemaResolver
+	builtinMu    sync.Mutex
+	builtinCache = map[schema.GroupVersionKind]*spec.Schema{}
+)
+
+// NewResolver resolves built-in kinds and the kinds of crds.
+func NewResolver(crds ...*apiextensionsv1.CustomResourceDefinition) (*Resolver, error) {
+	r := &Resolver{crds: map[schema.GroupVersionKind]*spec.Schema{}}
+	for _, crd := range crds {
+		if err := r.addCRD(crd); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// Schema is the root node of gvk's schema; ok is false for a kind neither
+// built in nor given as a CRD.
+func (r *Resolver) Schema(gvk schema.GroupVersionKind) (Node, bool) {
+	if s, ok := r.crds[gvk]; ok {
+		return Node{s: s}, true
+	}
+	s, err := builtinSchema(gvk)
+	if err != nil {
+		return Node{}, false
+	}
+	var t reflect.Type
+	if obj, err := scheme.Scheme.New(gvk); err == nil {
+		t = reflect.TypeOf(obj).Elem()
+	}
+	return Node{s: s, goType: t}, true
+}
+
+func builtinSchema(gvk schema.GroupVersionKind) (*spec.Schema, error) {
+	builtinOnce.Do(func() {
+		builtin = resolver.NewDefinitionsSchemaResolver(openapi.GetOpenAPIDefinitions, scheme.Scheme)
+	})
+	builtinMu.Lock()
+	defer builtinMu.Unlock()
+	if s, ok := builtinCache[gvk]; ok {
+		return s, nil
+	}
+	s, err := builtin.ResolveSchema(gvk)
+	if err != nil {
+		return nil, err
+	}
+	builtinCache[gvk] = s
+	return s, nil
+}
+
+// addCRD adds the served versions of a CRD that have a schema.
+func (r *Resolver) addCRD(crd *apiextensionsv1.CustomResourceDefinition) error {
+	for _, v := range crd.Spec.Versions {
+		if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
+			continue
+		}
+		s, err := specSchema(v.Schema.OpenAPIV3Schema)
+		if err != nil {
+			return fmt.Errorf("CRD %s version %s: %w", crd.Name, v.Name, err)
+		}
+		r.crds[schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind}] = withObjectMeta(s)
+	}
+	return nil
+}
+
+// specSchema converts a CRD's schema to the OpenAPI schema the built-in
+// kinds have (the JSON of both is OpenAPI v3).
+func specSchema(p *apiextensionsv1.JSONSchemaProps) (*spec.Schema, error) {
+	data, err := json.Marshal(p)
+	if err != nil {
+		return nil, err
+	}
+	s := &spec.Schema{}
+	if err := json.Unmarshal(data, s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// withObjectMeta gives a custom resource's schema the metadata every
+// object has (a CRD's schema may say only type: object), as the API
+// server does.
+func withObjectMeta(s *spec.Schema) *spec.Schema {
+	if m, ok := s.Properties["metadata"]; ok && len(m.Properties) > 0 {
+		return s
+	}
+	pod, err := builtinSchema(schema.GroupVersionKind{Version: "v1", Kind: "Pod"})
+	if err != nil {
+		return s
+	}
+	out := *s
+	out.Properties = map[string]spec.Schema{}
+	for k, v := range s.Properties {
+		out.Properties[k] = v
+	}
+	out.Properties["metadata"] = pod.Properties["metadata"]
+	for _, f := range []string{"apiVersion", "kind"} {
+		if _, ok := out.Properties[f]; !ok {
+			out.Properties[f] = *spec.StringProperty()
+		}
+	}
+	return &out
+}
