@@ -46,9 +46,10 @@ kyverno:
 kyverno-full:
 	$(MAKE) kyverno DIFF_VARIANTS=60
 
-## fastpath-full: the fast path against the reference path on 50 variants of every fixture object (make test runs 15).
+## fastpath-full: the fast path against the reference path on 50 variants of every fixture object (make test runs 15), and the
+## typed translations against their dynamic forms on 40 (make test runs 6).
 fastpath-full:
-	FASTPATH_VARIANTS=50 $(GO) test -count=1 -timeout 30m ./runtime -run '^TestFastPathDecidesAsReference$$' -v
+	FASTPATH_VARIANTS=50 TYPED_VARIANTS=40 $(GO) test -count=1 -timeout 30m ./runtime -run '^Test(FastPathDecidesAsReference|TypedDecidesAsDynamic)$$' -v
 
 ## kyverno-cli: the Kyverno CLI (`kyverno test`, v1.19.1 built from the module cache into
 ## test/kyverno-cli/.bin/) on every Kyverno fixture directory, as an oracle for their expectations,

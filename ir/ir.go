@@ -1,5 +1,11 @@
 package ir
 
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
 // Version is the schema version written into ir.json.
 const Version = "admitc.dev/ir/v1"
 
@@ -127,6 +133,18 @@ type Policy struct {
 	// CELNamespace is the namespace of a namespaced Kyverno policy: its
 	// resource library reads that namespace only, as Kyverno's does.
 	CELNamespace string `json:"celNamespace,omitempty"`
+	// SchemaReads are set on a policy translated against the schema of
+	// the kinds it matches: what it assumed of the objects it judges. The
+	// API server guarantees it of every object it admits; offline, an
+	// object that does not agree is judged by Dynamic instead.
+	SchemaReads []SchemaRead `json:"schemaReads,omitempty"`
+	// Dynamic is the same policy translated for objects of any shape:
+	// exact wherever SchemaReads do not hold. It is never emitted.
+	Dynamic *Policy `json:"dynamic,omitempty"`
+	// OfflineAnnotations are audit annotations that only admitc's offline
+	// tools evaluate (a Kyverno rule's skip, for admitc verify): never
+	// emitted, so the API server never pays for them.
+	OfflineAnnotations []AuditAnnotation `json:"offlineAnnotations,omitempty"`
 }
 
 // CELDialect names the CEL environment a policy's expressions are written
@@ -288,4 +306,61 @@ type SchemaRead struct {
 	Path    string `json:"path"`
 	Shape   string `json:"shape"`
 	Present bool   `json:"present,omitempty"`
+}
+
+// SchemaPath is the path of key under path in a SchemaRead: path.key, or
+// path["key"] for a key that is not a plain name (a label key).
+func SchemaPath(path, key string) string {
+	plain := key != ""
+	for _, r := range key {
+		if !(r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			plain = false
+			break
+		}
+	}
+	switch {
+	case !plain:
+		return path + "[" + strconv.Quote(key) + "]"
+	case path == "":
+		return key
+	}
+	return path + "." + key
+}
+
+// SchemaPathSteps splits a SchemaRead path into its keys, "[]" standing
+// for every element of a list.
+func SchemaPathSteps(path string) ([]string, error) {
+	var out []string
+	for path != "" {
+		switch {
+		case strings.HasPrefix(path, "[]"):
+			out, path = append(out, "[]"), path[2:]
+		case strings.HasPrefix(path, "["):
+			end := strings.Index(path, "\"]")
+			for end >= 0 && strings.HasSuffix(path[:end+1], "\\\"") {
+				next := strings.Index(path[end+2:], "\"]")
+				if next < 0 {
+					end = -1
+					break
+				}
+				end += 2 + next
+			}
+			if end < 0 {
+				return nil, fmt.Errorf("schema path %q: an unterminated key", path)
+			}
+			key, err := strconv.Unquote(path[1 : end+1])
+			if err != nil {
+				return nil, fmt.Errorf("schema path %q: %v", path, err)
+			}
+			out, path = append(out, key), path[end+2:]
+		default:
+			path = strings.TrimPrefix(path, ".")
+			end := strings.IndexAny(path, ".[")
+			if end < 0 {
+				end = len(path)
+			}
+			out, path = append(out, path[:end]), path[end:]
+		}
+	}
+	return out, nil
 }

@@ -28,6 +28,9 @@ import (
 type Engine struct {
 	set      *ir.PolicySet
 	compiled []*celenv.CompiledPolicy
+	// forms are the other forms of typed policies, compiled on first use
+	// (forms.go); nil for a policy that has none.
+	forms []*forms
 	// usesNamespace is true when some expression reads namespaceObject;
 	// otherwise building it (a conversion per evaluation) is skipped.
 	usesNamespace bool
@@ -72,6 +75,10 @@ func NewEngine(set *ir.PolicySet, opts ...EngineOption) (*Engine, error) {
 			return nil, fmt.Errorf("policy %q: %w", set.Policies[i].Name, err)
 		}
 		e.compiled = append(e.compiled, c)
+	}
+	var err error
+	if e.forms, err = newForms(set); err != nil {
+		return nil, err
 	}
 	return e, nil
 }
@@ -206,11 +213,15 @@ func (e *Engine) Validate(ctx context.Context, req *Request) (*Result, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		p, c, err := e.form(i, req)
+		if err != nil {
+			return nil, fmt.Errorf("policy %q: %w", p.Name, err)
+		}
 		if p.Imported() {
-			e.validateImported(ctx, ev, p, e.compiled[i], res)
+			e.validateImported(ctx, ev, p, c, res)
 			continue
 		}
-		o, detail := e.validateOne(ctx, ev, p, e.compiled[i], res)
+		o, detail := e.validateOne(ctx, ev, p, c, res)
 		res.trace(req.Explain, p, o, detail)
 	}
 	return res, nil

@@ -35,6 +35,9 @@ type Request struct {
 	DryRun  bool
 	// Explain asks for Result.Trace.
 	Explain bool
+	// Offline asks for the policies' offline annotations (a Kyverno rule's
+	// skip), which the API server never evaluates (ir.Policy.OfflineAnnotations).
+	Offline bool
 }
 
 // RequestFor builds a request for obj as `kubectl create` (or, with old, an

@@ -182,7 +182,18 @@ func (r *reader) rule(p *clusterPolicyObject, c computedRule) {
 		r.errorf(path+".validate.cel", "paramKind needs a paramRef: the parameter objects this rule reads")
 	}
 	withImages(pol)
+	if isPatternRule(v) {
+		if tp := r.typedPatternRule(pol, c, m, actions[0] == ir.Deny); tp != nil {
+			pol = tp
+		}
+	}
 	r.policies = append(r.policies, pol)
+}
+
+// isPatternRule says whether a validate block is a pattern or anyPattern
+// rule (not cel, deny, podSecurity or foreach).
+func isPatternRule(v *kyvernov1.Validation) bool {
+	return v.CEL == nil && v.Deny == nil && v.PodSecurity == nil && (v.GetPattern() != nil || v.GetAnyPattern() != nil)
 }
 
 // mutatingRule finishes pol as the mutate rule's policy: no DELETE (there

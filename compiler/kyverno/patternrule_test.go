@@ -117,7 +117,7 @@ func TestPatternRuleOperations(t *testing.T) {
 				old = pod(t, tc.old)
 			}
 			req := runtime.RequestFor(pod(t, good), old, "default")
-			req.Object, req.Operation = obj, tc.op
+			req.Object, req.Operation, req.Offline = obj, tc.op, true
 			res, err := e.Admit(context.Background(), req)
 			require.NoError(t, err)
 			assert.Equal(t, tc.denials, res.Denials())

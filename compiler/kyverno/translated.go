@@ -9,6 +9,9 @@ import (
 // pattern, deny, foreach or mutate block (rather than taking a rule's own
 // validate.cel): its variables are admitc's.
 func Translated(p *ir.Policy) bool {
+	if p.Dynamic != nil {
+		return Translated(p.Dynamic)
+	}
 	for _, v := range p.Variables {
 		switch v.Name {
 		case PatternVariable, OutcomeVariable, PodSecurityVariable, DenyVariable, PatchWalkVariable, ForEachVariable, conditions.ImagesVariable:

@@ -388,10 +388,21 @@ func (b *Builder) macro(expand parser.MacroExpander, name string, target Expr, v
 	return comp
 }
 
-// Bind is cel.bind(v, init, body), the variable v holding init in body.
-func (b *Builder) Bind(v string, init, body Expr) Expr {
-	comp := b.fac.NewComprehension(b.id(), b.List(), "#unused", v, init, b.Bool(false), b.Ident(v), body)
-	b.info.SetMacroCall(comp.ID(), b.fac.NewMemberCall(0, "bind", b.Ident("cel"), b.Ident(v), init, body))
+// TransformList is target.transformList(i, v, filter, transform) (the
+// two-variable comprehensions of Kubernetes 1.32): the transforms of the
+// elements whose index i and value v pass filter (nil: every element).
+func (b *Builder) TransformList(target Expr, i, v string, filter, transform Expr) Expr {
+	h := &helper{b: b}
+	step := b.Call(operators.Add, h.NewAccuIdent(), b.List(transform))
+	if filter != nil {
+		step = b.Call(operators.Conditional, filter, step, h.NewAccuIdent())
+	}
+	comp := b.fac.NewComprehensionTwoVar(b.id(), target, i, v, h.AccuIdentName(), b.List(), b.Bool(true), step, h.NewAccuIdent())
+	args := []Expr{b.Ident(i), b.Ident(v), transform}
+	if filter != nil {
+		args = []Expr{b.Ident(i), b.Ident(v), filter, transform}
+	}
+	b.info.SetMacroCall(comp.ID(), b.fac.NewMemberCall(0, "transformList", target, args...))
 	return comp
 }
 

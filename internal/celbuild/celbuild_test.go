@@ -17,7 +17,7 @@ func TestPrint(t *testing.T) {
 	labels := b.Select(b.Select(b.Ident("object"), "metadata"), "labels")
 	assert.Equal(t, `"app.kubernetes.io/name" in object.metadata.labels && object.metadata.labels["app.kubernetes.io/name"] != ""`,
 		b.MustPrint(b.And(b.Has(labels, "app.kubernetes.io/name"), b.Not(b.Eq(b.Select(labels, "app.kubernetes.io/name"), b.String(""))))))
-	assert.Equal(t, `cel.bind(i, [1, 2].map(x, x + 1), i[0])`, b.MustPrint(b.Bind("i", b.Map(b.List(b.Int(1), b.Int(2)), "x", b.Add(b.Ident("x"), b.Int(1))), b.Index(b.Ident("i"), b.Int(0)))))
+	assert.Equal(t, `[1, 2].transformList(i, x, x > 1, string(i))[0]`, b.MustPrint(b.Index(b.TransformList(b.List(b.Int(1), b.Int(2)), "i", "x", b.Compare(">", b.Ident("x"), b.Int(1)), b.Call("string", b.Ident("i"))), b.Int(0))))
 	assert.Equal(t, "true", b.MustPrint(b.And(b.Bool(true), b.Or(b.Bool(false), b.Bool(true)))))
 	assert.Equal(t, `object.spec.?hostNetwork.orValue(false) == false`, b.MustPrint(b.Eq(b.OrValue(b.OptionalSelect(b.Select(b.Ident("object"), "spec"), "hostNetwork"), b.Bool(false)), b.Bool(false))))
 }

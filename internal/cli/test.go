@@ -227,7 +227,7 @@ func (o *TestOptions) admit(ctx context.Context, m runtime.Manifest) (TestResult
 	req.SubResource = o.SubResource
 	req.Params = o.params
 	req.NamespaceLabels = o.Cluster.labelsOf(req.Namespace)
-	req.Explain = o.Explain
+	req.Explain, req.Offline = o.Explain, o.Explain
 	res, err := o.engine.Admit(ctx, req)
 	if err != nil {
 		return TestResult{}, err

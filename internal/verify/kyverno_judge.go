@@ -369,6 +369,9 @@ func violationStatus(result *runtime.Result, p *ir.Policy) (string, string) {
 // anyPattern, deny or foreach rule: its evaluation error is Kyverno's rule
 // error.
 func isPatternRule(p *ir.Policy) bool {
+	if p.Dynamic != nil {
+		return isPatternRule(p.Dynamic)
+	}
 	for _, v := range p.Variables {
 		if v.Name == kyverno.PatternVariable || v.Name == kyverno.OutcomeVariable {
 			return true

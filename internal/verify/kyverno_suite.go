@@ -338,7 +338,7 @@ func (s *kyvernoSuite) request(o *unstructured.Unstructured, op ir.Operation, pa
 	req := &runtime.Request{
 		UID: "admitc-verify", Kind: gvk, Resource: runtime.ResourceFor(gvk), Operation: op,
 		Namespace: o.GetNamespace(), Name: o.GetName(), Object: o, User: s.user, Params: params,
-		NamespaceLabels: s.namespaceLabels(o.GetNamespace()), Explain: true,
+		NamespaceLabels: s.namespaceLabels(o.GetNamespace()), Explain: true, Offline: true,
 	}
 	if s.library != nil || s.values != nil && len(s.values.Namespaces) > 0 {
 		st := &runtime.StaticState{

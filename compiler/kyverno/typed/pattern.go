@@ -277,7 +277,8 @@ func (w *walk) listPattern(p []any, v celbuild.Expr, n kubeschema.Node, path kpa
 
 // listOfMaps is validateArrayOfMaps without anchors that skip: every
 // element must match; the failure is the first failing element's. The
-// element's failure path holds its index, bound by the message.
+// element's failure path holds its index: the message takes the first of
+// the failing elements' paths (transformList).
 func (w *walk) listOfMaps(p map[string]any, v celbuild.Expr, items kubeschema.Node, path kpath, rp string) (check, error) {
 	e, i := w.fresh(singular(rp)), w.fresh("i")
 	defer w.release(e)
@@ -287,8 +288,7 @@ func (w *walk) listOfMaps(p map[string]any, v celbuild.Expr, items kubeschema.No
 		return check{}, err
 	}
 	fail := func() celbuild.Expr {
-		first := w.b.Member("indexOf", w.b.Map(v, e, elem.ok), w.b.Bool(false))
-		return w.b.Bind(i, first, w.b.Bind(e, w.b.Index(v, w.b.Ident(i)), elem.fail()))
+		return w.b.Index(w.b.TransformList(v, i, e, w.b.Not(elem.ok), elem.fail()), w.b.Int(0))
 	}
 	return check{ok: w.b.All(v, e, elem.ok), fail: fail, list: &listCheck{target: v, field: lastField(rp), elem: e, pred: elem.ok}}, nil
 }
@@ -344,10 +344,7 @@ func (w *walk) firstFailure(checks []check) check {
 func (w *walk) key(k string, pv any, v celbuild.Expr, n kubeschema.Node, path kpath, rp string) (check, error) {
 	a := anchorOf(k)
 	child, known, present := w.field(n, a.key)
-	crp := a.key
-	if rp != "" {
-		crp = rp + "." + a.key
-	}
+	crp := ir.SchemaPath(rp, a.key)
 	if known {
 		w.t.read(crp, child.Shape().String(), present)
 	} else {

@@ -1,0 +1,131 @@
+package runtime
+
+import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/admitc/admitc/ir"
+)
+
+// shapeCheck checks an object against the SchemaReads of a typed policy:
+// every read field that is there holds a value of the shape read (never
+// null), every field read as present is there, and no field the schema
+// does not have (read as ir.SchemaAbsent) is.
+type shapeCheck struct{ root *shapeNode }
+
+type shapeNode struct {
+	shape   string
+	present bool
+	fields  map[string]*shapeNode
+	items   *shapeNode
+}
+
+func newShapeCheck(reads []ir.SchemaRead) (*shapeCheck, error) {
+	root := &shapeNode{shape: "object"}
+	for _, r := range reads {
+		steps, err := ir.SchemaPathSteps(r.Path)
+		if err != nil {
+			return nil, err
+		}
+		n := root
+		for _, s := range steps {
+			n = n.child(s)
+		}
+		n.shape, n.present = r.Shape, r.Present
+	}
+	return &shapeCheck{root: root}, nil
+}
+
+func (n *shapeNode) child(step string) *shapeNode {
+	if step == "[]" {
+		if n.items == nil {
+			n.items = &shapeNode{}
+		}
+		return n.items
+	}
+	if n.fields == nil {
+		n.fields = map[string]*shapeNode{}
+	}
+	c := n.fields[step]
+	if c == nil {
+		c = &shapeNode{}
+		n.fields[step] = c
+	}
+	return c
+}
+
+// fits says whether v, the value of a field that is there, is shaped as
+// the node says, and its read fields too.
+func (n *shapeNode) fits(v any) bool {
+	if v == nil || !hasShape(v, n.shape) {
+		return false
+	}
+	switch t := v.(type) {
+	case map[string]any:
+		for k, c := range n.fields {
+			cv, ok := t[k]
+			switch {
+			case !ok && c.present:
+				return false
+			case !ok:
+			case c.shape == ir.SchemaAbsent || !c.fits(cv):
+				return false
+			}
+		}
+	case []any:
+		if n.items != nil {
+			for _, e := range t {
+				if !n.items.fits(e) {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// hasShape says whether v holds a value of a schema shape ("" is not
+// checked: a step on the way to a read field).
+func hasShape(v any, shape string) bool {
+	switch shape {
+	case "", "unknown":
+		return true
+	case "object", "map":
+		_, ok := v.(map[string]any)
+		return ok
+	case "list":
+		_, ok := v.([]any)
+		return ok
+	case "string":
+		_, ok := v.(string)
+		return ok
+	case "integer":
+		return isInt(v)
+	case "number":
+		_, isFloat := v.(float64)
+		return isInt(v) || isFloat
+	case "boolean":
+		_, ok := v.(bool)
+		return ok
+	case "int-or-string":
+		_, ok := v.(string)
+		return ok || isInt(v)
+	}
+	return false
+}
+
+// isInt says whether v is an integer as the runtime decodes JSON (a float
+// is not an integer field's value: the API server refuses it).
+func isInt(v any) bool {
+	switch v.(type) {
+	case int64, int32, int:
+		return true
+	}
+	return false
+}
+
+func objectOf(u *unstructured.Unstructured) map[string]any {
+	if u == nil {
+		return nil
+	}
+	return u.Object
+}

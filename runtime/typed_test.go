@@ -1,0 +1,122 @@
+package runtime_test
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/admitc/admitc/compiler"
+	"github.com/admitc/admitc/internal/variants"
+	"github.com/admitc/admitc/ir"
+	"github.com/admitc/admitc/runtime"
+)
+
+// A Kyverno rule translated against its kinds' schema must decide every
+// object shaped as the schema says exactly as its exact dynamic
+// translation (which the Kyverno differentials prove against Kyverno's
+// engine): decision, message and the offline skip annotation, on every
+// Kyverno fixture's objects and their seeded variants, as CREATE and as
+// UPDATE from the original. An object the schema does not fit is judged
+// by the dynamic form itself; the test counts the typed judgements.
+func TestTypedDecidesAsDynamic(t *testing.T) {
+	dirs, err := filepath.Glob("../examples/kyverno*/*/policy.yaml")
+	require.NoError(t, err)
+	typed, compared := 0, 0
+	for _, policy := range dirs {
+		src, err := compiler.ReadSources([]string{policy})
+		require.NoError(t, err)
+		set, diags := compiler.Compile(src, compiler.Options{})
+		if len(diags) > 0 || !hasTyped(set) {
+			continue
+		}
+		withTyped, err := runtime.NewEngine(set)
+		require.NoError(t, err, policy)
+		dynamic, err := runtime.NewEngine(dynamicOnly(set))
+		require.NoError(t, err, policy)
+		for _, o := range objectsIn(t, filepath.Join(filepath.Dir(policy), ".kyverno-test")) {
+			vs, err := variants.Generate(o.Object, variants.Options{Seed: 11, Count: typedVariants(t), PodSecurity: true})
+			require.NoError(t, err)
+			for _, v := range append([]variants.Variant{{Name: "original", Object: o.Object}}, vs...) {
+				obj := &unstructured.Unstructured{Object: v.Object}
+				for op, req := range map[string]*runtime.Request{"CREATE": runtime.RequestFor(obj, nil, "shop"), "UPDATE": runtime.RequestFor(obj, o, "shop")} {
+					req.Offline = true
+					want, got := decide(t, dynamic, req), decide(t, withTyped, req)
+					if want != got {
+						t.Fatalf("%s: %s %s (%s): the typed form decided\n%s\nthe dynamic form\n%s\nobject: %s", policy, op, describe(o), v.Name, got, want, mustJSON(t, v.Object))
+					}
+					compared++
+					typed += typedJudged(t, set, req)
+				}
+			}
+		}
+	}
+	t.Logf("typed vs dynamic: %d reviews compared, %d judged by a typed form, 0 differences", compared, typed)
+	require.Greater(t, typed, 400)
+}
+
+// typedVariants is how many variants of each fixture object are compared:
+// TYPED_VARIANTS, 6 by default (make test); make fastpath-full runs 40.
+func typedVariants(t *testing.T) int {
+	t.Helper()
+	v := os.Getenv("TYPED_VARIANTS")
+	if v == "" {
+		return 6
+	}
+	n, err := strconv.Atoi(v)
+	require.NoError(t, err, "TYPED_VARIANTS must be a number")
+	return n
+}
+
+func hasTyped(set *ir.PolicySet) bool {
+	for _, p := range set.Policies {
+		if p.Dynamic != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// dynamicOnly is set with every typed policy replaced by its dynamic form.
+func dynamicOnly(set *ir.PolicySet) *ir.PolicySet {
+	out := *set
+	out.Policies = append([]ir.Policy(nil), set.Policies...)
+	for i, p := range out.Policies {
+		if p.Dynamic != nil {
+			out.Policies[i] = *p.Dynamic
+		}
+	}
+	return &out
+}
+
+// typedJudged counts the typed policies of set that judge req with their
+// typed form.
+func typedJudged(t *testing.T, set *ir.PolicySet, req *runtime.Request) int {
+	n := 0
+	for i := range set.Policies {
+		p := &set.Policies[i]
+		if p.Dynamic == nil || !strings.Contains(strings.Join(kindsOf(p), ","), req.Kind.Kind) {
+			continue
+		}
+		ok, err := runtime.FitsSchema(p, req)
+		require.NoError(t, err)
+		if ok {
+			n++
+		}
+	}
+	return n
+}
+
+func kindsOf(p *ir.Policy) []string {
+	var out []string
+	for _, r := range p.MatchConstraints.ResourceRules {
+		for _, res := range r.Resources {
+			out = append(out, strings.TrimSuffix(strings.ToUpper(res[:1])+res[1:], "s"))
+		}
+	}
+	return out
+}
