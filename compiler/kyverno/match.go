@@ -3,6 +3,7 @@ package kyverno
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/admitc/admitc/internal/apiconv"
+	"github.com/admitc/admitc/internal/apiresources"
 	"github.com/admitc/admitc/ir"
 )
 
@@ -179,7 +181,9 @@ func namespaceSelector(rule kyvernov1.Rule, path string) (*metav1.LabelSelector,
 }
 
 // resourceRules cover every kind the filters name, on their operations
-// (every resource, every operation, when a filter names none).
+// (every resource, every operation, when a filter names none): a kind is
+// resolved to the resources that serve it (Pod: the core group's pods), and
+// resources of one group, version and operations share a rule.
 func resourceRules(match kyvernov1.ResourceFilters) []ir.ResourceRule {
 	var out []ir.ResourceRule
 	seen := map[string]bool{}
@@ -196,13 +200,65 @@ func resourceRules(match kyvernov1.ResourceFilters) []ir.ResourceRule {
 			kinds = []string{"*/*"}
 		}
 		for _, k := range kinds {
-			rr := kindRule(k, ops)
-			key := fmt.Sprint(rr)
-			if !seen[key] {
-				seen[key] = true
-				out = append(out, rr)
+			for _, rr := range kindRules(k, ops) {
+				key := fmt.Sprint(rr)
+				if !seen[key] {
+					seen[key] = true
+					out = append(out, rr)
+				}
 			}
 		}
+	}
+	return mergeRules(out)
+}
+
+// mergeRules joins rules that differ in their resources only, in the order
+// of the first of each.
+func mergeRules(rules []ir.ResourceRule) []ir.ResourceRule {
+	var out []ir.ResourceRule
+	at := map[string]int{}
+	for _, r := range rules {
+		key := fmt.Sprint(r.APIGroups, r.APIVersions, r.Operations, r.Scope, r.ResourceNames)
+		if i, ok := at[key]; ok && !slices.Contains(r.Resources, "*") && !slices.Contains(out[i].Resources, "*") {
+			for _, res := range r.Resources {
+				if !slices.Contains(out[i].Resources, res) {
+					out[i].Resources = append(out[i].Resources, res)
+				}
+			}
+			continue
+		}
+		at[key] = len(out)
+		out = append(out, r)
+	}
+	return out
+}
+
+// kindRules are the resource rules that cover a Kyverno kind selector: for
+// a built-in kind, its resource in each group that serves it, in the
+// group's preferred version (matchPolicy Equivalent covers the others),
+// or the selector's version; for a kind admitc does not know, every group
+// and the kind's conventional plural.
+func kindRules(k string, ops []ir.Operation) []ir.ResourceRule {
+	g, v, kind, _ := parseKindSelector(k)
+	if hasWildcard(kind) || hasWildcard(g) && g != "*" || hasWildcard(v) && v != "*" {
+		return []ir.ResourceRule{kindRule(k, ops)}
+	}
+	served := apiresources.ByKind(g, kind)
+	if len(served) == 0 {
+		return []ir.ResourceRule{kindRule(k, ops)}
+	}
+	var out []ir.ResourceRule
+	for _, res := range served {
+		version := res.Version
+		if v != "*" {
+			version = v
+		}
+		rr := kindRule(k, ops)
+		rr.APIGroups, rr.APIVersions = []string{res.Group}, []string{version}
+		for i, r := range rr.Resources {
+			rr.Resources[i] = res.Resource + r[len(strings.SplitN(r, "/", 2)[0]):]
+		}
+		out = append(out, rr)
 	}
 	return out
 }

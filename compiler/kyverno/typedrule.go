@@ -2,6 +2,7 @@ package kyverno
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -52,7 +53,7 @@ func (r *reader) typedPatternRule(pol *ir.Policy, c computedRule, m loweredMatch
 	if len(nodes) == 0 {
 		return nil
 	}
-	out, err := typedPolicy(pol, c, m, enforce, nodes)
+	out, err := typedWith(pol, c, m, enforce, kubeschema.Intersect(nodes...))
 	if err != nil {
 		return nil
 	}
@@ -71,25 +72,9 @@ func patternVariables(pol *ir.Policy) []ir.NamedExpression {
 	return out
 }
 
-// typedPolicy translates the rule against each schema; every schema must
-// give the same expressions (a rule for Deployments and StatefulSets reads
-// the same pod template).
-func typedPolicy(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool, nodes []kubeschema.Node) (*ir.Policy, error) {
-	var out *ir.Policy
-	for _, n := range nodes {
-		p, err := typedWith(pol, c, m, enforce, n)
-		if err != nil {
-			return nil, err
-		}
-		if out != nil && (out.Validations[0].Expression != p.Validations[0].Expression || out.Validations[0].MessageExpression != p.Validations[0].MessageExpression) {
-			return nil, errors.New("the kinds' schemas give different expressions")
-		}
-		out = p
-	}
-	return out, nil
-}
-
-// typedWith is the typed policy against one schema.
+// typedWith is the typed policy against the schema of the rule's kinds
+// (taken together: a rule for Deployments and ReplicationControllers
+// assumes of a field only what both guarantee).
 func typedWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool, n kubeschema.Node) (*ir.Policy, error) {
 	b := celbuild.New()
 	t := typed.NewTranslator(b)
@@ -98,9 +83,10 @@ func typedWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool, n k
 	if err != nil {
 		return nil, err
 	}
-	valid := now.ok
+	valid := b.Not(now.bad)
 	out := *pol
 	out.Variables, out.AuditAnnotations, out.OfflineAnnotations = nil, nil, nil
+	existing := celbuild.Expr(b.Bool(false))
 	if enforce && c.rule.HasValidateAllowExistingViolations() {
 		before, err := translateTyped(b, t, v, b.Ident("oldObject"), n)
 		if err != nil {
@@ -110,10 +96,15 @@ func typedWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool, n k
 		if err != nil {
 			return nil, err
 		}
-		existing := b.And(guard, b.Not(before.ok))
+		existing = b.And(guard, before.bad)
 		valid = b.Or(valid, existing)
-		skip := b.And(b.Not(now.ok), existing)
-		out.OfflineAnnotations = []ir.AuditAnnotation{{Key: SkipAnnotation, ValueExpression: b.MustPrint(b.Ternary(skip, b.String(offlineSkipReason), b.String(""))), Origin: pol.Origin}}
+	}
+	skipped := b.Ternary(b.And(now.bad, existing), b.String(offlineSkipReason), b.String(""))
+	if now.skip != nil {
+		skipped = b.Ternary(now.skip, b.String(now.skipReason()), skipped)
+	}
+	if !celbuild.IsFalse(existing) || now.skip != nil {
+		out.OfflineAnnotations = []ir.AuditAnnotation{{Key: SkipAnnotation, ValueExpression: b.MustPrint(skipped), Origin: pol.Origin}}
 	}
 	out.Validations = []ir.Validation{{
 		Expression:        b.MustPrint(valid),
@@ -126,9 +117,11 @@ func typedWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool, n k
 	return &out, nil
 }
 
-// typedOutcome is a pattern's or an anyPattern's translation over one root.
+// typedOutcome is a pattern's or an anyPattern's translation over one
+// root: bad when the rule fails, skip when it skips (nil: never).
 type typedOutcome struct {
-	ok     celbuild.Expr
+	bad    celbuild.Expr
+	skip   celbuild.Expr
 	checks []typed.Check
 	any    bool
 }
@@ -139,14 +132,14 @@ func translateTyped(b *celbuild.Builder, t *typed.Translator, v *kyvernov1.Valid
 		if err != nil {
 			return typedOutcome{}, err
 		}
-		return typedOutcome{ok: c.OK, checks: []typed.Check{c}}, nil
+		return typedOutcome{bad: c.Bad, skip: c.Skip, checks: []typed.Check{c}}, nil
 	}
 	ps, _ := v.GetAnyPattern().([]any)
 	if len(ps) == 0 {
 		return typedOutcome{}, errors.New("an empty anyPattern")
 	}
 	out := typedOutcome{any: true}
-	var oks []celbuild.Expr
+	var oks, skips []celbuild.Expr
 	for _, p := range ps {
 		c, err := t.Pattern(p, root, n)
 		if err != nil {
@@ -154,14 +147,29 @@ func translateTyped(b *celbuild.Builder, t *typed.Translator, v *kyvernov1.Valid
 		}
 		out.checks = append(out.checks, c)
 		oks = append(oks, c.OK)
+		skips = append(skips, c.Skip)
 	}
-	out.ok = b.Or(oks...)
+	// One pattern passes: pass; every one skips: skip; else fail.
+	if slices.ContainsFunc(skips, func(e celbuild.Expr) bool { return e == nil }) {
+		out.bad = b.Not(b.Or(oks...))
+		return out, nil
+	}
+	out.skip = b.And(skips...)
+	out.bad = b.Not(b.Or(b.Or(oks...), out.skip))
 	return out, nil
+}
+
+// skipReason says why Kyverno skipped the rule.
+func (o typedOutcome) skipReason() string {
+	if o.any {
+		return "every anyPattern skipped (a conditional or global anchor not satisfied)"
+	}
+	return "a conditional or global anchor is not satisfied"
 }
 
 // message is Kyverno's violation message (buildErrorMessage): for a
 // pattern "validation error: MESSAGE. rule RULE failed at path PATH", for
-// an anyPattern every pattern's "rule RULE[i] failed at path PATH".
+// an anyPattern each failed pattern's "rule RULE[i] failed at path PATH".
 func (o typedOutcome) message(b *celbuild.Builder, rule, message string) celbuild.Expr {
 	prefix := "validation error: "
 	if message != "" {
@@ -175,20 +183,17 @@ func (o typedOutcome) message(b *celbuild.Builder, rule, message string) celbuil
 	}
 	var out celbuild.Expr
 	for i, c := range o.checks {
-		lead := "rule " + rule + "[" + strconv.Itoa(i) + "] failed at path "
-		if i == 0 {
-			lead = prefix + lead
-		} else {
-			lead = " " + lead
+		part := b.Add(b.String(" rule "+rule+"["+strconv.Itoa(i)+"] failed at path "), c.Path)
+		if c.Skip != nil {
+			part = b.Ternary(c.Bad, part, b.String(""))
 		}
-		part := b.Add(b.String(lead), c.Path)
 		if out == nil {
 			out = part
 		} else {
 			out = b.Add(out, part)
 		}
 	}
-	return out
+	return b.Add(b.String(strings.TrimSuffix(prefix, " ")), out)
 }
 
 // ruleSchemas are the schemas of the kinds a rule matches: every kind of

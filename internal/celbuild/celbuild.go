@@ -202,7 +202,8 @@ func (b *Builder) logical(op string, unit bool, xs []Expr) Expr {
 }
 
 // Not is !x: a literal is folded, !!x is x, a negated == or != is the
-// other comparison.
+// other comparison, and a negated && or || whose operands are mostly
+// negations or comparisons is De Morgan's (!(!a || b) is a && !b).
 func (b *Builder) Not(x Expr) Expr {
 	switch {
 	case IsTrue(x):
@@ -211,14 +212,39 @@ func (b *Builder) Not(x Expr) Expr {
 		return b.Bool(true)
 	case x.Kind() == ast.CallKind:
 		c := x.AsCall()
-		if c.FunctionName() == operators.LogicalNot {
+		switch fn := c.FunctionName(); {
+		case fn == operators.LogicalNot:
 			return c.Args()[0]
-		}
-		if op, ok := opposites[c.FunctionName()]; ok {
-			return b.Call(op, c.Args()...)
+		case opposites[fn] != "":
+			return b.Call(opposites[fn], c.Args()...)
+		case (fn == operators.LogicalAnd || fn == operators.LogicalOr) && 2*negatable(c.Args()) >= len(c.Args()):
+			args := make([]Expr, len(c.Args()))
+			for i, a := range c.Args() {
+				args[i] = b.Not(a)
+			}
+			if fn == operators.LogicalAnd {
+				return b.Or(args...)
+			}
+			return b.And(args...)
 		}
 	}
 	return b.Call(operators.LogicalNot, x)
+}
+
+// negatable counts the expressions that are no longer negated: negations,
+// == and !=.
+func negatable(xs []Expr) int {
+	n := 0
+	for _, x := range xs {
+		if x.Kind() != ast.CallKind {
+			continue
+		}
+		fn := x.AsCall().FunctionName()
+		if fn == operators.LogicalNot || opposites[fn] != "" {
+			n++
+		}
+	}
+	return n
 }
 
 // Cond is c ? t : f, folded when c is a literal or t and f are.

@@ -53,8 +53,15 @@ func (s Shape) String() string {
 	return [...]string{"unknown", "object", "map", "list", "string", "integer", "number", "boolean", "int-or-string"}[s]
 }
 
-// Node is a place in a kind's schema.
+// Node is a place in the schema of one kind or, when a policy matches
+// several kinds, of all of them at once (Intersect): what it says holds for
+// every one of them.
 type Node struct {
+	parts []part
+}
+
+// part is a place in one kind's schema.
+type part struct {
 	s *spec.Schema
 	// goType is the Go type a built-in kind's value decodes into (nil for
 	// custom resources): a field of a struct type that is not a pointer is
@@ -62,9 +69,33 @@ type Node struct {
 	goType reflect.Type
 }
 
-// Shape says what the node holds.
+// Intersect is the place of the nodes of several kinds taken together:
+// its shape is theirs when they agree (else Unknown), a field is present
+// when every kind has it there.
+func Intersect(nodes ...Node) Node {
+	var out Node
+	for _, n := range nodes {
+		out.parts = append(out.parts, n.parts...)
+	}
+	return out
+}
+
+// Shape says what the node holds (Unknown when the kinds disagree).
 func (n Node) Shape() Shape {
-	s := n.s
+	if len(n.parts) == 0 {
+		return Unknown
+	}
+	out := n.parts[0].shape()
+	for _, p := range n.parts[1:] {
+		if p.shape() != out {
+			return Unknown
+		}
+	}
+	return out
+}
+
+func (p part) shape() Shape {
+	s := p.s
 	switch {
 	case s == nil:
 		return Unknown
@@ -118,32 +149,53 @@ func isIntOrString(s *spec.Schema) bool {
 	return ok && v || s.Format == "int-or-string"
 }
 
-// Field is the property name of an object node.
+// Field is the property name of an object node; ok is false when no kind
+// has it, and a field some kinds have and others not is Unknown.
 func (n Node) Field(name string) (Node, bool) {
 	if n.Shape() != Object {
 		return Node{}, false
 	}
-	p, ok := n.s.Properties[name]
-	if !ok {
-		return Node{}, false
+	var out Node
+	found := 0
+	for _, p := range n.parts {
+		if c, ok := p.s.Properties[name]; ok {
+			out.parts = append(out.parts, part{s: &c, goType: fieldType(p.goType, name)})
+			found++
+		}
 	}
-	return Node{s: &p, goType: fieldType(n.goType, name)}, true
+	switch {
+	case found == 0:
+		return Node{}, false
+	case found < len(n.parts):
+		return Node{parts: []part{{}}}, true
+	}
+	return out, true
 }
 
 // AlwaysPresent says whether every object the API server serialises has
-// the property name: a required property, or a field of a built-in kind
-// whose Go type is a struct, not a pointer (it is written even when empty:
-// a Pod always has spec, a container always has resources).
+// the property name, for every kind: a required property, or a field of a
+// built-in kind whose Go type is a struct, not a pointer (it is written
+// even when empty: a Pod always has spec, a container always has
+// resources).
 func (n Node) AlwaysPresent(name string) bool {
 	if n.Shape() != Object {
 		return false
 	}
-	for _, r := range n.s.Required {
+	for _, p := range n.parts {
+		if !p.alwaysPresent(name) {
+			return false
+		}
+	}
+	return true
+}
+
+func (p part) alwaysPresent(name string) bool {
+	for _, r := range p.s.Required {
 		if r == name {
 			return true
 		}
 	}
-	t := fieldType(n.goType, name)
+	t := fieldType(p.goType, name)
 	return t != nil && t.Kind() == reflect.Struct
 }
 
@@ -152,7 +204,11 @@ func (n Node) Items() Node {
 	if n.Shape() != List {
 		return Node{}
 	}
-	return Node{s: n.s.Items.Schema, goType: elem(n.goType)}
+	var out Node
+	for _, p := range n.parts {
+		out.parts = append(out.parts, part{s: p.s.Items.Schema, goType: elem(p.goType)})
+	}
+	return out
 }
 
 // Values is a map node's value schema.
@@ -160,12 +216,19 @@ func (n Node) Values() Node {
 	if n.Shape() != Map {
 		return Node{}
 	}
-	return Node{s: n.s.AdditionalProperties.Schema, goType: elem(n.goType)}
+	var out Node
+	for _, p := range n.parts {
+		out.parts = append(out.parts, part{s: p.s.AdditionalProperties.Schema, goType: elem(p.goType)})
+	}
+	return out
 }
 
 // fieldType is the Go type of the field of struct type t whose JSON name
 // is name (fields inlined with ",inline" included), or nil.
 func fieldType(t reflect.Type, name string) reflect.Type {
+	if t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
 	if t == nil || t.Kind() != reflect.Struct {
 		return nil
 	}
@@ -232,7 +295,7 @@ func NewResolver(crds ...*apiextensionsv1.CustomResourceDefinition) (*Resolver, 
 // built in nor given as a CRD.
 func (r *Resolver) Schema(gvk schema.GroupVersionKind) (Node, bool) {
 	if s, ok := r.crds[gvk]; ok {
-		return Node{s: s}, true
+		return Node{parts: []part{{s: s}}}, true
 	}
 	s, err := builtinSchema(gvk)
 	if err != nil {
@@ -242,7 +305,7 @@ func (r *Resolver) Schema(gvk schema.GroupVersionKind) (Node, bool) {
 	if obj, err := scheme.Scheme.New(gvk); err == nil {
 		t = reflect.TypeOf(obj).Elem()
 	}
-	return Node{s: s, goType: t}, true
+	return Node{parts: []part{{s: s, goType: t}}}, true
 }
 
 func builtinSchema(gvk schema.GroupVersionKind) (*spec.Schema, error) {

@@ -26,6 +26,11 @@ func notTyped(format string, args ...any) error {
 type Check struct {
 	// OK is true when Kyverno's MatchPattern passes on the root.
 	OK celbuild.Expr
+	// Skip is true when it skips (a conditional anchor not satisfied);
+	// nil when it never does.
+	Skip celbuild.Expr
+	// Bad is true when it fails: neither passes nor skips.
+	Bad celbuild.Expr
 	// Path is Kyverno's failure path ("/spec/containers/0/image/"), a CEL
 	// string meaningful only when OK is false.
 	Path celbuild.Expr
@@ -77,32 +82,58 @@ func (t *Translator) Pattern(p any, root celbuild.Expr, n kubeschema.Node) (Chec
 	if err != nil {
 		return Check{}, err
 	}
-	return Check{OK: c.ok, Path: c.fail()}, nil
+	return Check{OK: c.ok, Skip: c.skip, Bad: c.failed(t.b), Path: c.fail()}, nil
 }
 
 // typedConstructs refuses the constructs the typed translation leaves to
-// the dynamic one: conditional, global, existence and add anchors
-// (Kyverno's skip and its engine error), wildcard keys, variables and
-// references.
+// the dynamic one: global, existence and add anchors, wildcard keys,
+// variables and references, and conditional anchors anywhere but in one
+// map reached through plain keys (and lists) whose conditional anchors
+// hold scalars. There, a missing conditional key skips that map, and a
+// rule that fails had every such key found: Kyverno's engine error (an
+// anchor key never found before a failure) cannot happen.
 func typedConstructs(p any, at string) error {
+	conditional := 0
+	if err := constructs(p, at, false, &conditional); err != nil {
+		return err
+	}
+	if conditional > 1 {
+		return notTyped("%s: conditional anchors in %d maps", at, conditional)
+	}
+	return nil
+}
+
+// constructs walks a pattern; anchored says an anchor's value holds it,
+// conditional counts the maps with conditional anchors.
+func constructs(p any, at string, anchored bool, conditional *int) error {
 	switch pt := p.(type) {
 	case map[string]any:
+		hasConditional := false
 		for k, v := range pt {
-			switch a := anchorOf(k); {
-			case a.kind == anchorCondition, a.kind == anchorGlobal, a.kind == anchorExistence, a.kind == anchorAdd:
+			a := anchorOf(k)
+			switch {
+			case a.kind == anchorGlobal, a.kind == anchorExistence, a.kind == anchorAdd:
 				return notTyped("%s: the %s anchor %s", at, a.kind, k)
+			case a.kind == anchorCondition && anchored:
+				return notTyped("%s: the conditional anchor %s inside an anchor's value", at, k)
+			case a.kind == anchorCondition && isCollection(v):
+				return notTyped("%s: the conditional anchor %s on a map or list", at, k)
 			case strings.ContainsAny(a.key, "*?"):
 				return notTyped("%s: the wildcard key %s", at, k)
 			case strings.Contains(k, "{{") || strings.Contains(k, "$("):
 				return notTyped("%s: the key %s", at, k)
 			}
-			if err := typedConstructs(v, at+"/"+k); err != nil {
+			hasConditional = hasConditional || a.kind == anchorCondition
+			if err := constructs(v, at+"/"+k, anchored || a.kind != anchorNone, conditional); err != nil {
 				return err
 			}
 		}
+		if hasConditional {
+			*conditional++
+		}
 	case []any:
 		for i, v := range pt {
-			if err := typedConstructs(v, at+"/"+strconv.Itoa(i)); err != nil {
+			if err := constructs(v, at+"/"+strconv.Itoa(i), anchored, conditional); err != nil {
 				return err
 			}
 		}
@@ -114,10 +145,22 @@ func typedConstructs(p any, at string) error {
 	return nil
 }
 
+func isCollection(v any) bool {
+	switch v.(type) {
+	case map[string]any, []any:
+		return true
+	}
+	return false
+}
+
 // check is one pattern node's outcome on a present value: ok when
-// Kyverno passes the element, fail its failure path when it does not.
+// Kyverno passes the element, skip when it skips (a conditional anchor not
+// satisfied; nil: it never does), bad when it fails (nil: whenever it
+// neither passes nor skips, !ok), fail its failure path when it does.
 type check struct {
 	ok   celbuild.Expr
+	skip celbuild.Expr
+	bad  celbuild.Expr
 	fail func() celbuild.Expr
 	// leaf is set when ok is a scalar predicate of one value reached
 	// through keys that decide alike when absent: such a check reads as
@@ -147,6 +190,14 @@ type chain struct {
 	// dflt is a literal the predicate decides as absent, to stand for an
 	// absent value (nil: none).
 	dflt func(absent bool) celbuild.Expr
+}
+
+// failed is when the check fails.
+func (c check) failed(b *celbuild.Builder) celbuild.Expr {
+	if c.bad != nil {
+		return c.bad
+	}
+	return b.Not(c.ok)
 }
 
 // walk translates one pattern; names are the variables in scope.
@@ -288,9 +339,16 @@ func (w *walk) listOfMaps(p map[string]any, v celbuild.Expr, items kubeschema.No
 		return check{}, err
 	}
 	fail := func() celbuild.Expr {
-		return w.b.Index(w.b.TransformList(v, i, e, w.b.Not(elem.ok), elem.fail()), w.b.Int(0))
+		return w.b.Index(w.b.TransformList(v, i, e, elem.failed(w.b), elem.fail()), w.b.Int(0))
 	}
-	return check{ok: w.b.All(v, e, elem.ok), fail: fail, list: &listCheck{target: v, field: lastField(rp), elem: e, pred: elem.ok}}, nil
+	if elem.skip == nil {
+		return check{ok: w.b.All(v, e, elem.ok), fail: fail, list: &listCheck{target: v, field: lastField(rp), elem: e, pred: elem.ok}}, nil
+	}
+	// validateArrayOfMaps: the first element that fails fails the list;
+	// an element that skips is passed over; all skipping skips it.
+	bad := w.b.Exists(v, e, elem.failed(w.b))
+	skip := w.b.And(w.b.Compare(">", w.b.Size(v), w.b.Int(0)), w.b.All(v, e, elem.skip))
+	return check{ok: w.b.And(w.b.Not(bad), w.b.Not(skip)), skip: skip, bad: bad, fail: fail}, nil
 }
 
 // lastField is the last field name of a schema path.
@@ -320,24 +378,64 @@ func (w *walk) firstFailure(checks []check) check {
 	if len(checks) == 1 {
 		return checks[0]
 	}
-	var kept []check
+	var kept, failing []check
 	for _, c := range checks {
 		if !celbuild.IsTrue(c.ok) {
 			kept = append(kept, c)
 		}
+		if !celbuild.IsTrue(c.ok) && !celbuild.IsFalse(c.bad) {
+			failing = append(failing, c)
+		}
 	}
 	oks := w.mergeLists(kept)
+	// The map's failure is its first check that does not pass, which
+	// fails (one that skips would have skipped the map): a conditional
+	// anchor, which never fails, is passed over.
 	fail := func() celbuild.Expr {
-		if len(kept) == 0 {
+		if len(failing) == 0 {
 			return w.b.String("")
 		}
-		out := kept[len(kept)-1].fail()
-		for i := len(kept) - 2; i >= 0; i-- {
-			out = w.b.Ternary(w.b.Not(kept[i].ok), kept[i].fail(), out)
+		out := failing[len(failing)-1].fail()
+		for i := len(failing) - 2; i >= 0; i-- {
+			out = w.b.Ternary(w.b.Not(failing[i].ok), failing[i].fail(), out)
 		}
 		return out
 	}
-	return check{ok: w.b.And(oks...), fail: fail}
+	out := check{ok: w.b.And(oks...), fail: fail}
+	out.skip, out.bad = w.firstNonOK(kept)
+	return out
+}
+
+// firstNonOK is when the first check that does not pass skips, and when
+// it fails; both nil when no check can skip (the checks fail when they do
+// not all pass). The checks after the last one that can skip are taken
+// together: one of them fails.
+func (w *walk) firstNonOK(checks []check) (skip, bad celbuild.Expr) {
+	last := -1
+	for i, c := range checks {
+		if c.skip != nil {
+			last = i
+		}
+	}
+	if last < 0 {
+		return nil, nil
+	}
+	var skips, bads, prefix []celbuild.Expr
+	for _, c := range checks[:last+1] {
+		if c.skip != nil {
+			skips = append(skips, w.b.And(append(append([]celbuild.Expr(nil), prefix...), c.skip)...))
+		}
+		bads = append(bads, w.b.And(append(append([]celbuild.Expr(nil), prefix...), c.failed(w.b))...))
+		prefix = append(prefix, c.ok)
+	}
+	var rest []celbuild.Expr
+	for _, c := range checks[last+1:] {
+		rest = append(rest, c.ok)
+	}
+	if len(rest) > 0 {
+		bads = append(bads, w.b.And(append(prefix, w.b.Not(w.b.And(rest...)))...))
+	}
+	return w.b.Or(skips...), w.b.Or(bads...)
 }
 
 // key is one key of a map pattern on the map v.
@@ -352,6 +450,8 @@ func (w *walk) key(k string, pv any, v celbuild.Expr, n kubeschema.Node, path kp
 	}
 	cpath := path.key(a.key)
 	switch a.kind {
+	case anchorCondition:
+		return w.conditional(pv, v, a.key, child, known, present, cpath, crp)
 	case anchorNegation:
 		if !known {
 			return w.constant(true, cpath), nil
@@ -393,6 +493,22 @@ func (w *walk) key(k string, pv any, v celbuild.Expr, n kubeschema.Node, path kp
 	return w.required(c, v, a.key, cpath), nil
 }
 
+// conditional is a conditional anchor (k): the map skips unless k is
+// there and matches (a raw anchor error: it never fails the map).
+func (w *walk) conditional(pv any, v celbuild.Expr, key string, child kubeschema.Node, known, present bool, path kpath, rp string) (check, error) {
+	if !known {
+		return check{ok: w.b.Bool(false), skip: w.b.Bool(true), bad: w.b.Bool(false), fail: func() celbuild.Expr { return path.expr(w.b) }}, nil
+	}
+	c, err := w.element(pv, w.b.Select(v, key), child, path, rp)
+	if err != nil {
+		return check{}, err
+	}
+	if !present {
+		c = w.required(c, v, key, path)
+	}
+	return check{ok: c.ok, skip: w.b.Not(c.ok), bad: w.b.Bool(false), fail: c.fail}, nil
+}
+
 // optional is c, the check of v's key, on a key that passes when absent.
 func (w *walk) optional(c check, v celbuild.Expr, key string) check {
 	if out, ok := w.chained(c, v, key, true); ok {
@@ -412,7 +528,12 @@ func (w *walk) required(c check, v celbuild.Expr, key string, path kpath) check 
 		out.fail = w.absentFail(c, v, key, path)
 		return out
 	}
-	return check{ok: w.b.And(w.b.Has(v, key), c.ok), fail: w.absentFail(c, v, key, path)}
+	has := w.b.Has(v, key)
+	out := check{ok: w.b.And(has, c.ok), fail: w.absentFail(c, v, key, path)}
+	if c.skip != nil {
+		out.skip, out.bad = w.b.And(has, c.skip), w.b.Or(w.b.Not(has), c.failed(w.b))
+	}
+	return out
 }
 
 func (w *walk) absentFail(c check, v celbuild.Expr, key string, path kpath) func() celbuild.Expr {
