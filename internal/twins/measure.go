@@ -3,8 +3,8 @@ package twins
 import (
 	"context"
 	"fmt"
+	"math"
 	goruntime "runtime"
-	"sort"
 	"time"
 
 	"github.com/admitc/admitc/runtime"
@@ -20,8 +20,9 @@ type Measurement struct {
 	// CELOriginal and CELTwin are the CEL sizes (CELSize) of the emitted
 	// ValidatingAdmissionPolicies.
 	CELOriginal, CELTwin int
-	// DecideOriginal and DecideTwin are the median time of one pass over
-	// the fixture's resources (each admitted once, as a CREATE).
+	// DecideOriginal and DecideTwin are the time of one pass over the
+	// fixture's resources (each admitted once, as a CREATE) in the fastest
+	// timing round.
 	DecideOriginal, DecideTwin time.Duration
 }
 
@@ -35,9 +36,11 @@ func (m Measurement) TimeRatio() float64 {
 
 // Timing says how decision time is measured: after a warm-up pass, Rounds
 // rounds, each timing as many passes of the translation and then of the
-// twin as take at least Round (counted once, before the first round); the
-// median round counts. Alternating the two in every round spreads the
-// load of a shared machine over both.
+// twin as take at least Round (counted once, before the first round). Each
+// engine's fastest round counts: on a shared machine other work only ever
+// adds time, and the fastest round is the one it disturbed least, so the
+// ratio of the fastest rounds varies far less from run to run than that of
+// the medians.
 type Timing struct {
 	Round  time.Duration
 	Rounds int
@@ -69,35 +72,36 @@ func Measure(f Fixture, t Timing) (Measurement, error) {
 	if err != nil {
 		return m, fmt.Errorf("%s: %w", f.Twin, err)
 	}
-	m.DecideOriginal, m.DecideTwin, err = timePasses(f, eo, et, t)
+	err = m.timePasses(f, eo, et, t)
 	return m, err
 }
 
-// timePasses times decision passes of a and b over f's resources.
-func timePasses(f Fixture, a, b *runtime.Engine, t Timing) (time.Duration, time.Duration, error) {
+// timePasses times decision passes of a (the translation) and b (the
+// twin) over f's resources.
+func (m *Measurement) timePasses(f Fixture, a, b *runtime.Engine, t Timing) error {
 	passA, passB := passer(f, a), passer(f, b)
 	goruntime.GC()
 	na, err := calibrate(passA, t.Round)
 	if err != nil {
-		return 0, 0, fmt.Errorf("%s (translation): %w", f.Name, err)
+		return fmt.Errorf("%s (translation): %w", f.Name, err)
 	}
 	nb, err := calibrate(passB, t.Round)
 	if err != nil {
-		return 0, 0, fmt.Errorf("%s (twin): %w", f.Name, err)
+		return fmt.Errorf("%s (twin): %w", f.Name, err)
 	}
-	var ta, tb []time.Duration
+	m.DecideOriginal, m.DecideTwin = time.Duration(math.MaxInt64), time.Duration(math.MaxInt64)
 	for range max(t.Rounds, 1) {
-		d, err := timeN(passA, na)
+		da, err := timeN(passA, na)
 		if err != nil {
-			return 0, 0, err
+			return err
 		}
-		ta = append(ta, d)
-		if d, err = timeN(passB, nb); err != nil {
-			return 0, 0, err
+		db, err := timeN(passB, nb)
+		if err != nil {
+			return err
 		}
-		tb = append(tb, d)
+		m.DecideOriginal, m.DecideTwin = min(m.DecideOriginal, da), min(m.DecideTwin, db)
 	}
-	return median(ta), median(tb), nil
+	return nil
 }
 
 // passer is one pass of e over f's resources.
@@ -138,9 +142,4 @@ func timeN(pass func() error, n int) (time.Duration, error) {
 		}
 	}
 	return time.Since(start) / time.Duration(n), nil
-}
-
-func median(ds []time.Duration) time.Duration {
-	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-	return ds[len(ds)/2]
 }
