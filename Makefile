@@ -14,7 +14,7 @@ GOARCH    ?= $(shell $(GO) env GOARCH)
 # cold machine saves a whole second compile of admitc's dependency tree.
 export GOFLAGS += -trimpath
 
-.PHONY: all build build-serve build-kyverno image test unit fuzz kyverno kyverno-full fastpath-full kyverno-cli golden bench load overload soak e2e clean
+.PHONY: all build build-serve build-kyverno image test unit fuzz kyverno kyverno-full fastpath-full kyverno-cli golden bench twins load overload soak e2e clean
 
 all: build
 
@@ -91,6 +91,14 @@ bench:
 	$(GO) test -tags kyverno ./internal/compare -run '^$$' -bench '^BenchmarkDecision$$' -benchmem -benchtime $(BENCHTIME) > bin/bench-decision.txt
 	$(GO) run ./test/bench < bin/bench-decision.txt
 	$(GO) test ./internal/generate ./runtime -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME)
+
+## twins: admitc's translation of every Kyverno pattern fixture (examples/kyverno-pattern) against its
+## hand-written CEL twin (examples/twins), per fixture and in total: CEL characters in the emitted VAPs,
+## decision time of the fast path over the fixture's resources, and the original's compile time, with
+## issue 31's goals (size <= 2x in total and <= 4x per fixture, time <= 1.5x). Not part of `make test`
+## (a few minutes on 2 cores); TWINS_FLAGS='-run seccomp -sort name' narrows or reorders it.
+twins:
+	$(GO) run ./test/twins $(TWINS_FLAGS)
 
 ## load: admitc serve (the serve-only build) beside a stdlib HTTPS echo baseline on loopback. MODE=ramp (default):
 ## the highest rate each sustains with p99 <= 10 ms and no error, p50/p99 at 1,000/s and 2,000/s, ratios to the

@@ -96,6 +96,9 @@ type Request struct {
 	// Kyverno installation keeps from its policies, in the output of every
 	// backend but Kyverno's own (Kyverno applies its filters itself).
 	KyvernoFilters *kyvernofrontend.Filters
+	// Budget bounds what compiling each file may cost (see
+	// compiler.Options.Budget); its zero value is the defaults.
+	Budget compiler.Budget
 }
 
 // Result is the compiled set and its files, one per selected backend (a
@@ -113,7 +116,7 @@ func Run(req Request) (*Result, diag.Diagnostics, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	set, diags := compiler.Compile(req.Sources, compiler.Options{KubeVersion: req.Options.KubeVersion, KeepGoing: req.KeepGoing})
+	set, diags := compiler.Compile(req.Sources, compiler.Options{KubeVersion: req.Options.KubeVersion, KeepGoing: req.KeepGoing, Budget: req.Budget})
 	if len(diags) > 0 {
 		return nil, diags, nil
 	}
