@@ -19,7 +19,8 @@ type Request struct {
 	Operation   ir.Operation
 	Namespace   string
 	Name        string
-	// Object is the object being admitted; OldObject is set on UPDATE.
+	// Object is the object being admitted (null on DELETE); OldObject is
+	// set on UPDATE, and is the object being deleted on DELETE.
 	Object    *unstructured.Unstructured
 	OldObject *unstructured.Unstructured
 	// NamespaceLabels are the labels of the request's namespace
@@ -69,6 +70,15 @@ func RequestFor(obj, old *unstructured.Unstructured, namespace string) *Request 
 		OldObject: old,
 		User:      &user.DefaultInfo{Name: "admitc-test"},
 	}
+}
+
+// DeleteRequestFor builds the request `kubectl delete` makes for the
+// stored object obj in namespace, as the API server sends a DELETE: obj is
+// the old object, the object is null, and the namespace and name are obj's.
+func DeleteRequestFor(obj *unstructured.Unstructured, namespace string) *Request {
+	req := RequestFor(obj, nil, namespace)
+	req.Operation, req.Object, req.OldObject = ir.Delete, nil, req.Object
+	return req
 }
 
 // isClusterScoped says whether objects of gvk have no namespace: the

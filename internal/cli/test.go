@@ -49,6 +49,12 @@ multi-document YAML and kind: List are expanded.
 Built-in kinds are first defaulted as the API server defaults them (a Service
 without a type is a ClusterIP Service); --no-defaults judges them as written.
 
+--operation DELETE judges each manifest as the object being deleted, as the
+API server sends a DELETE: the manifest is the request's oldObject, its object
+is null, and the namespace is the manifest's (or --namespace). Policies that
+match DELETE run (a ValidatingAdmissionPolicy, a Kyverno deny or foreach
+rule); Kyverno's pattern and podSecurity rules never judge a DELETE.
+
 Exit codes: 0 every object admitted, 1 any object denied, 2 unreadable input
 or a policy that does not compile.`,
 		Example: `  # The built-in example policies on the built-in example manifests
@@ -62,6 +68,9 @@ or a policy that does not compile.`,
 
   # Why was nothing denied? Each policy's part in each decision
   admitc test --explain -p policies.yaml deploy/
+
+  # Would deleting this namespace be blocked?
+  admitc test -p policies/ --operation DELETE namespace.yaml
 
   # kubectl debug: an UPDATE of pods/ephemeralcontainers
   admitc test --operation UPDATE --subresource ephemeralcontainers --old examples/manifests/good.json examples/more/debug-sysadmin.json`,
@@ -82,7 +91,7 @@ or a policy that does not compile.`,
 	o.Cluster.add(f)
 	f.StringVarP(&o.Namespace, "namespace", "n", "default", "namespace of the request, for objects that do not name one")
 	f.StringSliceVar(&o.Params, "params", nil, "files holding parameter objects for policies with paramKind")
-	f.StringVar(&o.Operation, "operation", "", "CREATE or UPDATE (default CREATE, or UPDATE with --old)")
+	f.StringVar(&o.Operation, "operation", "", "CREATE, UPDATE or DELETE (default CREATE, or UPDATE with --old); with DELETE each manifest is the object being deleted")
 	f.StringVar(&o.SubResource, "subresource", "", "subresource of the request, e.g. ephemeralcontainers")
 	f.StringVar(&o.Old, "old", "", "file holding the old object, for UPDATE")
 	f.StringVarP(&o.Output, "output", "o", "text", "output format: text or json")
@@ -97,16 +106,22 @@ func (o *TestOptions) Validate() error {
 	default:
 		return usageError(fmt.Errorf("--output must be text or json, got %q", o.Output))
 	}
-	switch strings.ToUpper(o.Operation) {
-	case "", string(ir.Create), string(ir.Update):
-	default:
-		return usageError(fmt.Errorf("--operation must be CREATE or UPDATE, got %q", o.Operation))
-	}
-	if strings.EqualFold(o.Operation, "UPDATE") && o.Old == "" {
+	return o.validateOperation()
+}
+
+// validateOperation checks --operation against --old: UPDATE needs the old
+// object, CREATE and DELETE take none (a DELETE's manifests are the
+// objects being deleted).
+func (o *TestOptions) validateOperation() error {
+	switch op := ir.Operation(strings.ToUpper(o.Operation)); {
+	case op != "" && op != ir.Create && op != ir.Update && op != ir.Delete:
+		return usageError(fmt.Errorf("--operation must be CREATE, UPDATE or DELETE, got %q", o.Operation))
+	case op == ir.Update && o.Old == "":
 		return usageError(fmt.Errorf("--operation UPDATE needs --old: the object as stored before the update"))
-	}
-	if o.Old != "" && strings.EqualFold(o.Operation, "CREATE") {
+	case op == ir.Create && o.Old != "":
 		return usageError(fmt.Errorf("--old is for UPDATE; drop it or use --operation UPDATE"))
+	case op == ir.Delete && o.Old != "":
+		return usageError(fmt.Errorf("--old is for UPDATE; with --operation DELETE each manifest is the object being deleted (the API server's oldObject)"))
 	}
 	return nil
 }
@@ -224,6 +239,9 @@ func (o *TestOptions) admit(ctx context.Context, m runtime.Manifest) (TestResult
 		return TestResult{}, fmt.Errorf("the namespace of the object (%s) does not match --namespace %s", ns, o.Namespace)
 	}
 	req := runtime.RequestFor(m.Object, o.old, o.Namespace)
+	if strings.EqualFold(o.Operation, string(ir.Delete)) {
+		req = runtime.DeleteRequestFor(m.Object, o.Namespace)
+	}
 	req.SubResource = o.SubResource
 	req.Params = o.params
 	req.NamespaceLabels = o.Cluster.labelsOf(req.Namespace)
