@@ -71,7 +71,9 @@ resource) is skipped; one that cannot be read or does not compile (a kind
 admitc does not read, such as ImageValidatingPolicy or GeneratingPolicy) is
 REFUSED with the reason, and the other files are still migrated. It lists
 every rule: OK (translated), DIFFERS (translated, with what the successor
-does not keep) or REFUSED (why). In a rewritten test, the answers that
+does not keep) or REFUSED (why), with the names of the policies written for
+it in each file (the successors' differ from vap.yaml's POLICY.RULE). In a
+rewritten test, the answers that
 change with the kind change: a resource the rule's match or exclude leaves
 out is skipped by the successor's match condition (skip), a CEL error is
 an error rather than a fail, and a mutate rule's "no patches applied" skip

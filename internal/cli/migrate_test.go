@@ -14,7 +14,8 @@ func TestMigrateWritesSuccessorsNativeAndTest(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "migrated")
 	stdout, stderr, code := run(t, "migrate", fixtures+"kyverno/team-a-require-team-label", "--out", out)
 	require.Equal(t, ExitOK, code, stderr)
-	assert.Contains(t, stdout, "OK        check-team-label -> team-a-require-team-label, autogen-team-a-require-team-label, autogen-cronjob-team-a-require-team-label\n")
+	assert.Contains(t, stdout, "OK        check-team-label -> namespacedvalidatingpolicy.yaml: team-a-require-team-label, autogen-team-a-require-team-label, autogen-cronjob-team-a-require-team-label; " +
+		"vap.yaml: team-a.team-a-require-team-label.check-team-label, team-a.team-a-require-team-label.autogen-check-team-label, team-a.team-a-require-team-label.autogen-cronjob-check-team-label\n")
 	dir := filepath.Join(out, "team-a.team-a-require-team-label")
 	for _, f := range []string{"namespacedvalidatingpolicy.yaml", "vap.yaml", ".kyverno-test/kyverno-test.yaml", ".kyverno-test/resources.yaml"} {
 		assert.FileExists(t, filepath.Join(dir, f))
@@ -73,7 +74,7 @@ func TestMigrateReportsEveryFileAndWritesTheRest(t *testing.T) {
 		"REFUSED file " + dir + "/generate-network-policy.yaml: does not compile: " + dir + "/generate-network-policy.yaml:2:7: kind: admitc reads kyverno.io/v1 (and v2beta1) ClusterPolicy and Policy, and policies.kyverno.io ValidatingPolicy, NamespacedValidatingPolicy and MutatingPolicy in v1alpha1, v1beta1 and v1; not policies.kyverno.io/v1 GeneratingPolicy\n",
 		"REFUSED file " + dir + "/verify-image-signatures.yaml: does not compile: " + dir + "/verify-image-signatures.yaml:2:7: kind: admitc reads",
 		"not policies.kyverno.io/v1 ImageValidatingPolicy\n",
-		"ClusterPolicy require-team-label (" + dir + "/require-team-label.yaml) -> require-team-label/\n  OK        check-team -> require-team-label,",
+		"ClusterPolicy require-team-label (" + dir + "/require-team-label.yaml) -> require-team-label/\n  OK        check-team -> validatingpolicy.yaml: require-team-label,",
 		"1 rules: 1 translated, 0 translated with a difference, 0 refused\n",
 		"4 files: 1 migrated, 1 skipped (no policy), 2 refused\n",
 	} {

@@ -3,6 +3,7 @@ package migrate
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -210,68 +211,80 @@ func dirName(ref ir.PolicyRef) string {
 	return kyverno.ObjectName(ref.Name)
 }
 
-// files renders the successor file and the native file of one input.
+// files renders the successor files and the native files of one input:
+// one file per kind, so each file holds the kind it is named after.
 func (s *source) files() ([]File, error) {
-	var out []File
-	var successors []runtime.Object
-	kind := ""
+	successors := map[string][]runtime.Object{}
 	for _, t := range s.translations {
 		for _, succ := range t.Successors {
-			successors = append(successors, succ.Object)
-			kind = succ.Kind
+			file := SuccessorFile(succ.Kind)
+			successors[file] = append(successors[file], succ.Object)
 		}
 	}
-	if len(successors) > 0 {
-		data, err := render.YAML(successors)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, File{Path: s.report.Dir + "/" + SuccessorFile(kind), Data: data})
-		s.report.Files = append(s.report.Files, out[len(out)-1].Path)
-	}
-	native, name, err := s.native()
+	native, err := s.native()
 	if err != nil {
 		return nil, err
 	}
-	if len(native) > 0 {
-		out = append(out, File{Path: s.report.Dir + "/" + name, Data: native})
+	var out []File
+	for _, objs := range []map[string][]runtime.Object{successors, native} {
+		fs, err := s.render(objs)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, fs...)
+	}
+	return out, nil
+}
+
+// render writes each file's objects, files in name order, and lists the
+// files in the report.
+func (s *source) render(byFile map[string][]runtime.Object) ([]File, error) {
+	names := make([]string, 0, len(byFile))
+	for name := range byFile {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var out []File
+	for _, name := range names {
+		data, err := render.YAML(byFile[name])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, File{Path: s.report.Dir + "/" + name, Data: data})
 		s.report.Files = append(s.report.Files, s.report.Dir+"/"+name)
 	}
 	return out, nil
 }
 
-// native renders the input's policies as ValidatingAdmissionPolicies or
-// MutatingAdmissionPolicies and their bindings, names made valid.
-func (s *source) native() ([]byte, string, error) {
-	var objs []runtime.Object
-	file := VAPFile
+// native renders the input's policies as ValidatingAdmissionPolicies (to
+// vap.yaml) or MutatingAdmissionPolicies (to map.yaml) and their bindings,
+// names made valid, and reports each under its rule.
+func (s *source) native() (map[string][]runtime.Object, error) {
+	out := map[string][]runtime.Object{}
 	for _, p := range s.policies {
 		if n, ok := s.enforced[p.Name]; ok {
 			p = n
 		}
 		q, diags := backends.ForAPIServer(validNames(p), nil)
 		if len(diags) > 0 {
-			s.report.NativeRefused = append(s.report.NativeRefused, p.Name+": "+diags[0].Message)
+			s.report.NativeRefused = append(s.report.NativeRefused, NativeName(p.Name)+": "+diags[0].Message)
 			continue
 		}
+		file, objs := VAPFile, []runtime.Object{vap.Policy(q)}
 		if q.Kind == ir.Mutating {
-			file = MAPFile
-			objs = append(objs, mapbackend.Policy(q))
+			file, objs = MAPFile, []runtime.Object{mapbackend.Policy(q)}
 			for _, b := range mapbackend.Bindings(q, nil) {
 				objs = append(objs, b)
 			}
-			continue
+		} else {
+			for _, b := range vap.Bindings(q, nil) {
+				objs = append(objs, b)
+			}
 		}
-		objs = append(objs, vap.Policy(q))
-		for _, b := range vap.Bindings(q, nil) {
-			objs = append(objs, b)
-		}
+		out[file] = append(out[file], objs...)
+		s.report.admissionPolicy(p, file, q.Name)
 	}
-	if len(objs) == 0 {
-		return nil, "", nil
-	}
-	data, err := render.YAML(objs)
-	return data, file, err
+	return out, nil
 }
 
 // validNames is p with its name and its bindings' names made valid object

@@ -92,12 +92,21 @@ type PolicyReport struct {
 
 // RuleReport is one source rule (or a ruleless policy).
 type RuleReport struct {
-	Rule        string   `json:"rule,omitempty"`
-	Status      Status   `json:"status"`
-	Successors  []string `json:"successors,omitempty"`
-	Reason      string   `json:"reason,omitempty"`
-	Differences []string `json:"differences,omitempty"`
-	Notes       []string `json:"notes,omitempty"`
+	Rule   string `json:"rule,omitempty"`
+	Status Status `json:"status"`
+	// Successors name the policies written for the rule to SuccessorFile
+	// (validatingpolicy.yaml, mutatingpolicy.yaml, ...).
+	Successors    []string `json:"successors,omitempty"`
+	SuccessorFile string   `json:"successorFile,omitempty"`
+	// AdmissionPolicies name the ValidatingAdmissionPolicies or
+	// MutatingAdmissionPolicies (and their bindings) written for the rule
+	// to AdmissionPolicyFile (vap.yaml or map.yaml): POLICY.RULE, not the
+	// successors' names.
+	AdmissionPolicies   []string `json:"admissionPolicies,omitempty"`
+	AdmissionPolicyFile string   `json:"admissionPolicyFile,omitempty"`
+	Reason              string   `json:"reason,omitempty"`
+	Differences         []string `json:"differences,omitempty"`
+	Notes               []string `json:"notes,omitempty"`
 }
 
 // TestReport is one Kyverno test file rewritten for the successors.
@@ -161,6 +170,7 @@ func (s *source) buildReport() *PolicyReport {
 		}
 		for _, succ := range t.Successors {
 			rr.Successors = append(rr.Successors, succ.Name)
+			rr.SuccessorFile = SuccessorFile(succ.Kind)
 			for _, p := range succ.Covers {
 				rr.Differences = appendNew(rr.Differences, p.Notes...)
 			}
@@ -183,6 +193,26 @@ func (s *source) buildReport() *PolicyReport {
 			Reason: fmt.Sprintf("%s:%d:%d: %s: %s", sk.Origin.File, sk.Origin.Line, sk.Origin.Column, sk.Feature, sk.Reason)})
 	}
 	return r
+}
+
+// admissionPolicy records that the admission policy named name, written
+// to file, stands for p (its rule: the rule autogen copied for an autogen
+// rule).
+func (r *PolicyReport) admissionPolicy(p *ir.Policy, file, name string) {
+	rule := ""
+	if p.From != nil {
+		rule = p.From.Rule
+		if rule != "" && p.From.AutogenOf != "" {
+			rule = p.From.AutogenOf
+		}
+	}
+	for i := range r.Rules {
+		if r.Rules[i].Rule == rule {
+			r.Rules[i].AdmissionPolicies = append(r.Rules[i].AdmissionPolicies, name)
+			r.Rules[i].AdmissionPolicyFile = file
+			return
+		}
+	}
 }
 
 func appendNew(list []string, items ...string) []string {
@@ -239,10 +269,13 @@ func (r *Report) WriteText(w io.Writer) error {
 			switch rule.Status {
 			case Refused:
 				fmt.Fprintf(&b, "  %-9s %s: %s\n", "REFUSED", name, rule.Reason)
+				if written := rule.written(); written != "" {
+					fmt.Fprintf(&b, "            %s\n", written)
+				}
 			case TranslatedWithDifference:
-				fmt.Fprintf(&b, "  %-9s %s -> %s\n", "DIFFERS", name, strings.Join(rule.Successors, ", "))
+				fmt.Fprintf(&b, "  %-9s %s -> %s\n", "DIFFERS", name, rule.written())
 			default:
-				fmt.Fprintf(&b, "  %-9s %s -> %s\n", "OK", name, strings.Join(rule.Successors, ", "))
+				fmt.Fprintf(&b, "  %-9s %s -> %s\n", "OK", name, rule.written())
 			}
 			for _, d := range rule.Differences {
 				fmt.Fprintf(&b, "            difference: %s\n", d)
@@ -273,4 +306,22 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "%d files: %d migrated, %d skipped (no policy), %d refused\n", s.FilesMigrated+s.FilesSkipped+s.FilesRefused, s.FilesMigrated, s.FilesSkipped, s.FilesRefused)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// written names what was written for the rule, file by file:
+// "validatingpolicy.yaml: A, B; vap.yaml: P.X, P.Y", or
+// "validatingpolicy.yaml, vap.yaml: A" when both files hold the same names.
+func (r RuleReport) written() string {
+	succ, native := strings.Join(r.Successors, ", "), strings.Join(r.AdmissionPolicies, ", ")
+	switch {
+	case succ != "" && succ == native:
+		return r.SuccessorFile + ", " + r.AdmissionPolicyFile + ": " + succ
+	case succ != "" && native != "":
+		return r.SuccessorFile + ": " + succ + "; " + r.AdmissionPolicyFile + ": " + native
+	case succ != "":
+		return r.SuccessorFile + ": " + succ
+	case native != "":
+		return r.AdmissionPolicyFile + ": " + native
+	}
+	return ""
 }
