@@ -4,7 +4,8 @@
 // (k8s.io/kubernetes api/discovery, the version go.mod requires) by
 // `go generate ./internal/apiresources`. Frontends use it to resolve a kind
 // a policy names (Kyverno's `kinds: [Pod]`, a resource filter's `Event`) to
-// the resources an admission policy's rules must name.
+// the resources an admission policy's rules must name; runtime/server to
+// refuse a review whose request.kind is not its request.resource's kind.
 //
 // It imports nothing of admitc's; it is data and lookups.
 package apiresources

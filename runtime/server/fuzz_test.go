@@ -34,6 +34,8 @@ func FuzzReview(f *testing.F) {
 	}
 	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"1","operation":"DELETE"}}`))
 	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"1","operation":"CREATE","object":{"kind":"Pod","spec":{"containers":[{"name":1}]}}}}`))
+	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"1","operation":"BOGUS","object":{"kind":"Pod"}}}`))
+	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"1","operation":"UPDATE","kind":{"group":"","version":"v1","kind":"ConfigMap"},"resource":{"group":"apps","version":"v1","resource":"deployments"},"object":{"apiVersion":"v1","kind":"Pod"},"oldObject":{"apiVersion":"v1","kind":"Pod"}}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, path := range []string{"/validate", "/mutate"} {
 			rec := httptest.NewRecorder()

@@ -81,7 +81,8 @@ func decodeReview(body []byte) (*admissionv1.AdmissionReview, error) {
 
 // toRequest turns an AdmissionRequest into the runtime's request, reading
 // the cluster from state, refusing objects with a list longer than
-// maxListItems.
+// maxListItems and reviews that contradict themselves (checkOperation,
+// checkKinds).
 func toRequest(ar *admissionv1.AdmissionRequest, state runtime.ClusterState, maxListItems int) (*runtime.Request, error) {
 	obj, err := decodeObject(ar.Object.Raw, field.NewPath("request", "object"), maxListItems)
 	if err != nil {
@@ -89,6 +90,12 @@ func toRequest(ar *admissionv1.AdmissionRequest, state runtime.ClusterState, max
 	}
 	old, err := decodeObject(ar.OldObject.Raw, field.NewPath("request", "oldObject"), maxListItems)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkOperation(ar, obj, old); err != nil {
+		return nil, err
+	}
+	if err := checkKinds(ar, obj, old); err != nil {
 		return nil, err
 	}
 	req := &runtime.Request{
@@ -104,9 +111,6 @@ func toRequest(ar *admissionv1.AdmissionRequest, state runtime.ClusterState, max
 		User:        &user.DefaultInfo{Name: ar.UserInfo.Username, UID: ar.UserInfo.UID, Groups: ar.UserInfo.Groups},
 		DryRun:      ar.DryRun != nil && *ar.DryRun,
 		Cluster:     state,
-	}
-	if req.Object == nil && req.Operation != ir.Delete && req.Operation != ir.Connect {
-		return nil, badRequest("request.object is missing for %s", ar.Operation)
 	}
 	return req, nil
 }

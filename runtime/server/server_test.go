@@ -194,7 +194,7 @@ func TestBadRequests(t *testing.T) {
 		"v1beta1":    {`{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","request":{"uid":"1"}}`, 400, "expected apiVersion admission.k8s.io/v1, kind AdmissionReview; got \"admission.k8s.io/v1beta1\" \"AdmissionReview\" (set admissionReviewVersions: [v1])\n"},
 		"no request": {`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`, 400, "AdmissionReview has no request\n"},
 		"no uid":     {`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"operation":"CREATE"}}`, 400, "AdmissionReview request has no uid\n"},
-		"no object":  {`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"1","operation":"CREATE"}}`, 400, "request.object is missing for CREATE\n"},
+		"no object":  {`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"1","operation":"CREATE"}}`, 400, "request.object is missing for CREATE: the API server sends the object being created\n"},
 		"too large":  {`{"pad":"` + strings.Repeat("x", server.MaxBodyBytes) + `"}`, 413, "body larger than 3145728 bytes\n"},
 	}
 	for name, tc := range cases {
