@@ -33,11 +33,11 @@ func TestAdversarialPoliciesAreRefusedCheaply(t *testing.T) {
 		want   string
 	}{
 		"foreach nested 20 deep": {adversarial.NestedForEach(20),
-			`p.yaml:18:7: spec.rules[0].validate.foreach: validate.foreach depth: a policy deeper than 6 foreach levels (this one has 20) is not translated: each level adds a loop around the levels inside it, and type-checking the rule's CEL (by admitc and by the API server) grows faster than its size (ClusterPolicy "nested-foreach" rule "r"); admitc compile --keep-going emits the rest`},
+			`p.yaml:18:7: spec.rules[0].validate.foreach: validate.foreach depth: a policy deeper than 6 foreach levels (this one has 20) is not translated: each level adds a loop around the levels inside it, and type-checking the rule's CEL (by admitc and by the API server) grows faster than its size: flatten the nesting, or keep the rule under Kyverno (ClusterPolicy "nested-foreach" rule "r"); admitc compile --keep-going emits the rest`},
 		"1200 nested conditional anchors": {adversarial.NestedAnchors(1200),
-			`p.yaml:19:284: spec.rules[0].validate.pattern.spec.x` + strings.Repeat(".=(a)", 30) + `: validate.pattern construct: a pattern nested deeper than 32 levels is not translated: the API server's CEL parser refuses expressions nested more than 250 levels (ClusterPolicy "nested-anchors" rule "r"); admitc compile --keep-going emits the rest`},
+			`p.yaml:19:284: spec.rules[0].validate.pattern.spec.x` + strings.Repeat(".=(a)", 30) + `: validate.pattern construct: a pattern nested deeper than 32 levels is not translated: the API server's CEL parser refuses expressions nested more than 250 levels; rewrite the pattern without it (or the check as validate.cel), or keep this rule under Kyverno (ClusterPolicy "nested-anchors" rule "r"); admitc compile --keep-going emits the rest`},
 		"1000 foreach entries": {adversarial.FlatForEach(1000),
-			`p.yaml:18:7: spec.rules[0].validate.foreach: validate.foreach size: the emitted expression is 164576 characters or more, the API server's limit is 100000 (ClusterPolicy "flat-foreach" rule "r"); admitc compile --keep-going emits the rest`},
+			`p.yaml:18:7: spec.rules[0].validate.foreach: validate.foreach size: the emitted expression is 164576 characters or more, the API server's limit is 100000: split the rule into smaller ones, or keep it under Kyverno (ClusterPolicy "flat-foreach" rule "r"); admitc compile --keep-going emits the rest`},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

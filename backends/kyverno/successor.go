@@ -176,7 +176,7 @@ func translate(f *family, check AutogenCheck, used map[string]bool) Translation 
 func successorRefusal(p *ir.Policy) string {
 	switch {
 	case p.ParamKind != nil:
-		return "paramKind: a ValidatingPolicy has no paramKind (Kyverno's CEL policies read other objects with resource.Get; admitc does not rewrite a paramRef into that call); use --backend vap,map, whose bindings carry the paramRef"
+		return paramKindRefusal(p)
 	case len(p.Bindings) == 0:
 		return "the admission policy has no binding, so it judges nothing; a successor would judge every matched request"
 	case len(p.Bindings) > 1:
@@ -186,6 +186,20 @@ func successorRefusal(p *ir.Policy) string {
 	}
 	_, why := foldBinding(p.MatchConstraints, p.Bindings[0].MatchResources)
 	return why
+}
+
+// paramKindRefusal says, in the source policy's terms, why a policy that
+// reads a parameter object has no successor, and where it is translated.
+func paramKindRefusal(p *ir.Policy) string {
+	what := "paramKind"
+	switch {
+	case p.From != nil && p.From.ParamsContext != "":
+		what = fmt.Sprintf("context.configMap %q (read as the policy's paramKind ConfigMap)", p.From.ParamsContext)
+	case p.From != nil && p.From.Rule != "":
+		what = "validate.cel.paramKind"
+	}
+	return what + ": a ValidatingPolicy has no paramKind (Kyverno's CEL policies read other objects with resource.Get; admitc does not rewrite a paramRef into that call); " +
+		"the ValidatingAdmissionPolicy admitc writes for the API server keeps it, its binding's paramRef naming the object (migrate's vap.yaml, compile --backend vap)"
 }
 
 // foldBinding is the policy's matchConstraints narrowed by its binding's

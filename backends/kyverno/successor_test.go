@@ -103,6 +103,34 @@ func TestSuccessorRefusals(t *testing.T) {
 	}
 }
 
+// A policy that reads a parameter object has no successor; the refusal
+// names what the source policy wrote (a configMap context entry, a
+// validate.cel paramKind, an admission policy's paramKind) and where the
+// rule is translated instead.
+func TestParamKindRefusalNamesTheSource(t *testing.T) {
+	const rest = ": a ValidatingPolicy has no paramKind (Kyverno's CEL policies read other objects with resource.Get; admitc does not rewrite a paramRef into that call); " +
+		"the ValidatingAdmissionPolicy admitc writes for the API server keeps it, its binding's paramRef naming the object (migrate's vap.yaml, compile --backend vap)"
+	configMap := rulePolicy("p", "r", "", "pods")
+	configMap.ParamKind = &ir.ParamKind{APIVersion: "v1", Kind: "ConfigMap"}
+	configMap.From.ParamsContext = "podprioritydict"
+	celRule := rulePolicy("p", "r", "", "pods")
+	celRule.ParamKind = &ir.ParamKind{APIVersion: "v1", Kind: "ConfigMap"}
+	admission := rulePolicy("p", "r", "", "pods")
+	admission.ParamKind, admission.From = &ir.ParamKind{APIVersion: "v1", Kind: "ConfigMap"}, nil
+	for name, c := range map[string]struct {
+		p    ir.Policy
+		want string
+	}{
+		"configMap context": {configMap, `context.configMap "podprioritydict" (read as the policy's paramKind ConfigMap)` + rest},
+		"validate.cel":      {celRule, "validate.cel.paramKind" + rest},
+		"admission policy":  {admission, "paramKind" + rest},
+	} {
+		t.Run(name, func(t *testing.T) {
+			assert.Equal(t, c.want, CELBackend{}.Rejects(&c.p))
+		})
+	}
+}
+
 func TestFoldBindingSelectors(t *testing.T) {
 	c := &ir.MatchResources{NamespaceSelector: &ir.LabelSelector{MatchLabels: map[string]string{"team": "a"}}}
 	b := &ir.MatchResources{NamespaceSelector: &ir.LabelSelector{MatchExpressions: []ir.LabelSelectorRequirement{{Key: "env", Operator: "NotIn", Values: []string{"prod"}}}},

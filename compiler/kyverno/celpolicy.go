@@ -51,7 +51,7 @@ func (r *reader) validatingPolicy() {
 		return
 	}
 	if e := p.Spec.EvaluationConfiguration; e != nil && e.Mode != "" && e.Mode != "Kubernetes" {
-		r.skip(ref, "spec.evaluation.mode", "evaluation.mode "+e.Mode, "admitc evaluates admission requests (mode Kubernetes), not JSON payloads")
+		r.skip(ref, "spec.evaluation.mode", "evaluation.mode "+e.Mode, "admitc evaluates admission requests (mode Kubernetes), not JSON payloads: keep this policy under Kyverno")
 		return
 	}
 	pol := r.validatingIR(namespaced(ref, p.Metadata.Name), ref, &p.Spec)
@@ -156,11 +156,11 @@ func mutatingRefusal(s *policiesv1alpha1.MutatingPolicySpec) *refusal {
 	e := s.EvaluationConfiguration
 	switch {
 	case e != nil && e.Mode != "" && e.Mode != "Kubernetes":
-		return &refusal{"evaluation.mode " + e.Mode, "spec.evaluation.mode", "admitc evaluates admission requests (mode Kubernetes), not JSON payloads"}
+		return &refusal{"evaluation.mode " + e.Mode, "spec.evaluation.mode", "admitc evaluates admission requests (mode Kubernetes), not JSON payloads: keep this policy under Kyverno"}
 	case s.TargetMatchConstraints != nil || (e != nil && e.MutateExistingConfiguration != nil && e.MutateExistingConfiguration.Enabled != nil && *e.MutateExistingConfiguration.Enabled):
-		return &refusal{"mutateExisting", "spec.targetMatchConstraints", "mutating existing objects happens in Kyverno's background controller, not at admission"}
+		return &refusal{"mutateExisting", "spec.targetMatchConstraints", "mutating existing objects happens in Kyverno's background controller, not at admission: keep this policy under Kyverno"}
 	case len(s.AuditAnnotations) > 0:
-		return &refusal{"auditAnnotations on a MutatingPolicy", "spec.auditAnnotations", "admission mutations carry no audit annotations in admitc's IR"}
+		return &refusal{"auditAnnotations on a MutatingPolicy", "spec.auditAnnotations", "admission mutations carry no audit annotations in admitc's IR: drop the auditAnnotations, or keep this policy under Kyverno"}
 	}
 	return nil
 }

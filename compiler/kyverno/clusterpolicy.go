@@ -257,7 +257,7 @@ func failureActions(spec *kyvernov1.Spec, v *kyvernov1.Validation) []ir.Action {
 func policyRefusal(spec *kyvernov1.Spec) *refusal {
 	switch {
 	case spec.ApplyRules != nil && *spec.ApplyRules == kyvernov1.ApplyOne:
-		return &refusal{"applyRules: One", "spec.applyRules", "with One, Kyverno applies only the first rule that matches; admitc's rules are independent policies"}
+		return &refusal{"applyRules: One", "spec.applyRules", "with One, Kyverno applies only the first rule that matches; admitc's rules are independent policies: drop applyRules if no two rules match the same request, or keep the policy under Kyverno"}
 	case len(spec.ValidationFailureActionOverrides) > 0:
 		return &refusal{"validationFailureActionOverrides", "spec.validationFailureActionOverrides", "per-namespace actions are not translated yet; use failureAction and a namespaceSelector per policy"}
 	case spec.WebhookConfiguration != nil && len(spec.WebhookConfiguration.MatchConditions) > 0:
@@ -272,17 +272,17 @@ func ruleRefusal(rule kyvernov1.Rule, path string) *refusal {
 	case rule.Mutation != nil:
 		return mutateRefusal(rule.Mutation, path)
 	case rule.Generation != nil:
-		return &refusal{"generate", path + ".generate", "generate rules create other objects, which no admission policy can do"}
+		return &refusal{"generate", path + ".generate", "generate rules create other objects, which no admission policy can do; keep this rule under Kyverno"}
 	case len(rule.VerifyImages) > 0:
-		return &refusal{"verifyImages", path + ".verifyImages", "image signatures and attestations are fetched from registries at admission"}
+		return &refusal{"verifyImages", path + ".verifyImages", "image signatures and attestations are fetched from registries at admission, which no admission policy can do; keep this rule under Kyverno"}
 	case rule.Validation == nil:
-		return &refusal{"rule without validate", path, "the rule neither validates nor does anything admitc reads"}
+		return &refusal{"rule without validate", path, "the rule has no validate, mutate, generate or verifyImages block: give it one, or remove it"}
 	}
 	v := rule.Validation
 	vp := path + ".validate"
 	switch {
 	case len(v.FailureActionOverrides) > 0:
-		return &refusal{"validate.failureActionOverrides", vp + ".failureActionOverrides", "per-namespace actions are not translated yet"}
+		return &refusal{"validate.failureActionOverrides", vp + ".failureActionOverrides", "per-namespace actions are not translated yet; set the rule's failureAction and split the rule by namespace (a namespaceSelector each)"}
 	case v.Deny != nil:
 		return nil
 	case v.PodSecurity != nil && emptyPodSecurity(v.PodSecurity):
@@ -290,15 +290,15 @@ func ruleRefusal(rule kyvernov1.Rule, path string) *refusal {
 	case v.PodSecurity != nil:
 		return nil
 	case v.Manifests != nil:
-		return &refusal{"validate.manifests", vp + ".manifests", "manifest signatures are verified with keys Kyverno fetches at admission"}
+		return &refusal{"validate.manifests", vp + ".manifests", "manifest signatures are verified with keys Kyverno fetches at admission; keep this rule under Kyverno"}
 	case v.DeprecatedAssert != nil:
-		return &refusal{"validate.assert", vp + ".assert", "kyverno-json assertion trees are not translated"}
+		return &refusal{"validate.assert", vp + ".assert", "kyverno-json assertion trees are not translated; write the check as validate.cel, or keep this rule under Kyverno"}
 	case v.GetPattern() != nil || v.GetAnyPattern() != nil:
 		return messageRefusal(v.Message, vp, false)
 	case len(v.ForEachValidation) > 0:
 		return messageRefusal(v.Message, vp, true)
 	case v.CEL == nil:
-		return &refusal{"validate without cel", vp, "the validate block has no check admitc reads"}
+		return &refusal{"validate without cel", vp, "the validate block has no pattern, anyPattern, deny, foreach, podSecurity or cel check: add one"}
 	}
 	return nil
 }
@@ -319,9 +319,9 @@ func messageReferences(message string) bool { return referenceRegex.MatchString(
 func messageRefusal(message, vp string, foreach bool) *refusal {
 	switch {
 	case strings.Contains(message, `\$(`):
-		return &refusal{"validate.message references", vp + ".message", "escaped \\$( ) references in a message are not translated (Kyverno unescapes them)"}
+		return &refusal{"validate.message references", vp + ".message", "escaped \\$( ) references in a message are not translated (Kyverno unescapes them); write the message without them"}
 	case foreach && messageReferences(message):
-		return &refusal{"validate.message references", vp + ".message", "$( ) references in a foreach rule's message are not translated: Kyverno resolves them against the message string itself, where no path resolves, and its element messages then differ"}
+		return &refusal{"validate.message references", vp + ".message", "$( ) references in a foreach rule's message are not translated: Kyverno resolves them against the message string itself, where no path resolves, and its element messages then differ; write the message without them"}
 	}
 	return nil
 }
@@ -374,9 +374,9 @@ func configMapRuleRefusal(rule kyvernov1.Rule, at string, second bool) *refusal 
 	v := rule.Validation
 	switch {
 	case second:
-		return &refusal{"context.configMap", at, "a second configMap context entry in a rule is not translated: an admission policy reads one parameter object (its binding's paramRef)"}
+		return &refusal{"context.configMap", at, "a second configMap context entry in a rule is not translated: an admission policy reads one parameter object (its binding's paramRef); keep the data in one ConfigMap, or keep this rule under Kyverno"}
 	case v == nil || v.Deny == nil && v.GetPattern() == nil && v.GetAnyPattern() == nil:
-		return &refusal{"context.configMap", at, "configMap context entries are translated in validate rules with deny conditions or a pattern; not yet in foreach, podSecurity, cel or mutate rules"}
+		return &refusal{"context.configMap", at, "configMap context entries are translated in validate rules with deny conditions or a pattern; not yet in foreach, podSecurity, cel or mutate rules: keep this rule under Kyverno"}
 	}
 	return nil
 }
@@ -387,15 +387,15 @@ func contextNameRefusal(rule kyvernov1.Rule, e kyvernov1.ContextEntry, at string
 	feature := contextFeature(e)
 	switch {
 	case e.Variable == nil && e.ConfigMap == nil:
-		return &refusal{feature, at, "Kyverno loads this context entry from outside the admission request (the API server, an image registry or its global context); an admission policy cannot load it"}
+		return &refusal{feature, at, "Kyverno loads this context entry from outside the admission request (the API server, an image registry or its global context); an admission policy cannot load it: keep this rule under Kyverno"}
 	case rule.Mutation != nil && len(rule.Mutation.ForEachMutation) > 0:
-		return &refusal{feature, at, "context variables of mutate.foreach rules are not translated yet (Kyverno reloads them as each element patches the object); they are translated in validate rules and in other mutate rules"}
+		return &refusal{feature, at, "context variables of mutate.foreach rules are not translated yet (Kyverno reloads them as each element patches the object); they are translated in validate rules and in other mutate rules: keep this rule under Kyverno"}
 	case !contextNameRegex.MatchString(e.Name):
-		return &refusal{feature, at + ".name", fmt.Sprintf("the context variable name %q is not a JMESPath identifier, which admitc needs to read it", e.Name)}
+		return &refusal{feature, at + ".name", fmt.Sprintf("the context variable name %q is not a JMESPath identifier, which admitc needs to read it: rename it (letters, digits and _, not starting with a digit)", e.Name)}
 	case loopNameRegex.MatchString(e.Name):
-		return &refusal{feature, at + ".name", fmt.Sprintf("the context variable name %q is also the name of a foreach element or index", e.Name)}
+		return &refusal{feature, at + ".name", fmt.Sprintf("the context variable name %q is also the name of a foreach element or index: rename it", e.Name)}
 	case seen[e.Name]:
-		return &refusal{feature, at + ".name", fmt.Sprintf("a second context variable named %q is not translated (Kyverno loads both, the later replacing the earlier)", e.Name)}
+		return &refusal{feature, at + ".name", fmt.Sprintf("a second context variable named %q is not translated (Kyverno loads both, the later replacing the earlier): remove or rename one", e.Name)}
 	}
 	return nil
 }
@@ -404,7 +404,7 @@ func contextNameRefusal(rule kyvernov1.Rule, e kyvernov1.ContextEntry, at string
 func contextVariable(e kyvernov1.ContextEntry, at string) (conditions.Variable, *refusal) {
 	v := e.Variable
 	if strings.Contains(v.JMESPath, "{{") {
-		return conditions.Variable{}, &refusal{"context.variable", at + ".variable.jmesPath", "{{ }} variables inside a context variable's jmesPath are not translated"}
+		return conditions.Variable{}, &refusal{"context.variable", at + ".variable.jmesPath", "{{ }} variables inside a context variable's jmesPath are not translated: read the value with a plain query (or a value with {{ }} variables), or keep this rule under Kyverno"}
 	}
 	cv := conditions.Variable{Name: e.Name, JMESPath: v.JMESPath}
 	var err error

@@ -76,13 +76,8 @@ func (r *reader) configMapParams(pol *ir.Policy, b *ir.Binding, c computedRule, 
 	if !r.mentions(cm.entry, strings.Join(texts.all, "\n"), nil) {
 		return nil
 	}
-	switch {
-	case generatedMatch:
-		return &refusal{"context.configMap", cm.path, "the rule's match or exclude needs a match condition, which the API server evaluates after it looks up the paramRef: a missing ConfigMap would fail requests Kyverno's rule does not match"}
-	case len(c.rule.CELPreconditions) > 0:
-		return &refusal{"context.configMap", cm.path, "the rule's celPreconditions can skip it before Kyverno loads the ConfigMap, while the API server looks up the paramRef first: a missing ConfigMap would fail requests Kyverno skips"}
-	case !r.mentions(cm.entry, texts.first, nil):
-		return &refusal{"context.configMap", cm.path, fmt.Sprintf("the first condition or pattern Kyverno evaluates does not read %q, so the rule can finish without loading the ConfigMap, while the API server looks up the paramRef first: a missing ConfigMap would fail requests Kyverno admits", cm.entry)}
+	if f := r.lookupRefusal(cm, c, texts, generatedMatch, pol.From.Namespace); f != nil {
+		return f
 	}
 	pol.ParamKind = &ir.ParamKind{APIVersion: "v1", Kind: "ConfigMap"}
 	action := ir.ParamAllow
@@ -92,6 +87,33 @@ func (r *reader) configMapParams(pol *ir.Policy, b *ir.Binding, c computedRule, 
 	b.ParamRef = &ir.ParamRef{Name: cm.name, Namespace: cm.namespace, ParameterNotFoundAction: action}
 	pol.From.ParamsContext = cm.entry
 	return nil
+}
+
+// lookupRefusal refuses the configMap entry cm of rule c when the rule can
+// finish without Kyverno loading it on a request its binding selects: the
+// API server looks the paramRef up first, so a missing ConfigMap would
+// fail requests Kyverno never fails. It says which part of the rule does
+// that, and what the author can do. policyNamespace is a Policy's
+// namespace.
+func (r *reader) lookupRefusal(cm *configMapEntry, c computedRule, texts ruleText, generatedMatch bool, policyNamespace string) *refusal {
+	rule := fmt.Sprintf("spec.rules[%d]", c.index)
+	lookup := fmt.Sprintf("the API server looks up the paramRef (ConfigMap %s/%s) before it evaluates anything else of the policy", cm.namespace, cm.name)
+	var why string
+	switch {
+	case generatedMatch:
+		why = fmt.Sprintf("%s needs a match condition (a binding cannot say it), and %s: where the ConfigMap is missing, requests the rule does not match would fail too. "+
+			"admitc translates a configMap entry when the rule's kinds (and operations) alone scope it: one match filter, no exclude, names, namespaces or selectors, in a ClusterPolicy; scope the rule so, or keep it under Kyverno",
+			matchConditionCause(c.rule, rule, policyNamespace), lookup)
+	case len(c.rule.CELPreconditions) > 0:
+		why = fmt.Sprintf("%s.celPreconditions can skip the rule before Kyverno loads the ConfigMap, while %s: where the ConfigMap is missing, requests Kyverno skips would fail. "+
+			"admitc translates a configMap entry when Kyverno reads it on every request the rule matches: drop the celPreconditions or make the first condition read %q, or keep the rule under Kyverno", rule, lookup, cm.entry)
+	case !r.mentions(cm.entry, texts.first, nil):
+		why = fmt.Sprintf("%s.%s, the first condition or pattern Kyverno evaluates, does not read %q, so the rule can finish without loading the ConfigMap, while %s: where the ConfigMap is missing, requests Kyverno admits would fail. "+
+			"Put a condition that reads %q first, or keep the rule under Kyverno", rule, texts.firstAt, cm.entry, lookup, cm.entry)
+	default:
+		return nil
+	}
+	return &refusal{"context.configMap", cm.path, why}
 }
 
 // mentions says whether Kyverno loads the entry named name to evaluate
@@ -122,14 +144,17 @@ func (r *reader) mentions(name, text string, seen map[string]bool) bool {
 // everything it may substitute.
 type ruleText struct {
 	first string
-	all   []string
+	// firstAt is the field of first, relative to the rule
+	// (preconditions.any[0], validate.pattern).
+	firstAt string
+	all     []string
 }
 
 func ruleTexts(rule kyvernov1.Rule) ruleText {
 	v := rule.Validation
 	var t ruleText
 	if pre, err := conditions.Decode(rule.GetAnyAllConditions()); err == nil {
-		t.first = firstCondition(pre)
+		t.first, t.firstAt = firstCondition(pre, "preconditions")
 		t.all = append(t.all, jsonText(pre))
 	}
 	if v == nil {
@@ -140,13 +165,16 @@ func ruleTexts(rule kyvernov1.Rule) ruleText {
 	case v.Deny != nil:
 		deny, err := conditions.Decode(v.Deny.GetAnyAllConditions())
 		if err == nil && t.first == "" {
-			t.first = firstCondition(deny)
+			t.first, t.firstAt = firstCondition(deny, "validate.deny.conditions")
 		}
 		t.all = append(t.all, jsonText(deny))
 	case v.GetPattern() != nil || v.GetAnyPattern() != nil:
 		p := jsonText(v.GetPattern()) + jsonText(v.GetAnyPattern())
 		if t.first == "" {
-			t.first = p
+			t.first, t.firstAt = p, "validate.pattern"
+			if v.GetPattern() == nil {
+				t.firstAt = "validate.anyPattern"
+			}
 		}
 		t.all = append(t.all, p)
 	}
@@ -154,16 +182,17 @@ func ruleTexts(rule kyvernov1.Rule) ruleText {
 }
 
 // firstCondition is the key and value of the condition Kyverno evaluates
-// first in c: the first any condition, else the first all condition.
-func firstCondition(c kyvernov1.AnyAllConditions) string {
-	list := c.AnyConditions
+// first in c (the first any condition, else the first all condition), and
+// its field under block.
+func firstCondition(c kyvernov1.AnyAllConditions, block string) (string, string) {
+	list, at := c.AnyConditions, block+".any[0]"
 	if len(list) == 0 {
-		list = c.AllConditions
+		list, at = c.AllConditions, block+".all[0]"
 	}
 	if len(list) == 0 {
-		return ""
+		return "", ""
 	}
-	return jsonText(list[0].GetKey()) + "\n" + jsonText(list[0].GetValue())
+	return jsonText(list[0].GetKey()) + "\n" + jsonText(list[0].GetValue()), at
 }
 
 func jsonText(x any) string {

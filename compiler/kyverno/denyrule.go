@@ -149,7 +149,7 @@ func (r *reader) denyMessage(val *ir.Validation, c computedRule, path string) *r
 		return nil
 	}
 	if len(msgs) > 1 {
-		return &refusal{"condition message", path + ".validate.deny.conditions", "the any conditions carry different messages and the rule's message has {{ }} variables: which message Kyverno substitutes depends on the condition that holds; this is not translated"}
+		return &refusal{"condition message", path + ".validate.deny.conditions", "the any conditions carry different messages and the rule's message has {{ }} variables: which message Kyverno substitutes depends on the condition that holds; this is not translated: give the conditions one message, or split the rule, one condition each"}
 	}
 	e, err := conditions.Message(msgs[0], r.validationScope(conditions.Scope{}), &fresh)
 	if err != nil {

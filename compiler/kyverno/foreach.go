@@ -101,7 +101,7 @@ func (r *reader) foreachRule(pol *ir.Policy, c computedRule, path string, m lowe
 	}
 	l := &foreachLowering{r: r, rule: c.rule.Name, message: v.Message, deferred: strings.Contains(v.Message, "{{")}
 	if l.deferred && nested(v.ForEachValidation) {
-		return &refusal{"validate.message variables", path + ".validate.message", "{{ }} variables in the message of a rule with a nested foreach are not translated"}
+		return &refusal{"validate.message variables", path + ".validate.message", "{{ }} variables in the message of a rule with a nested foreach are not translated: write the message without them, or keep this rule under Kyverno"}
 	}
 	res, f := l.entries(v.ForEachValidation, vp, loopContext{scope: r.validationScope(conditions.Scope{}), target: "null", resource: "object", onDelete: true}, true, EntryVariable)
 	if f != nil {
@@ -293,10 +293,10 @@ func (l *foreachLowering) entry(fe *kyvernov1.ForEachValidation, k int, path str
 // lowered.
 func (l *foreachLowering) entryList(fe *kyvernov1.ForEachValidation, path string, ctx loopContext) (string, *refusal) {
 	if len(fe.Context) > 0 {
-		return "", &refusal{contextFeature(fe.Context[0]), path + ".context", "a foreach entry's context is loaded by Kyverno at admission for each element; an admission policy cannot load it"}
+		return "", &refusal{contextFeature(fe.Context[0]), path + ".context", "a foreach entry's context is loaded by Kyverno at admission for each element; an admission policy cannot load it: move the entry to the rule's context if it does not read the element, or keep this rule under Kyverno"}
 	}
 	if fe.List == "" {
-		return "", &refusal{"validate.foreach", path + ".list", "a foreach entry needs a list"}
+		return "", &refusal{"validate.foreach", path + ".list", "a foreach entry needs a list: give it one"}
 	}
 	s := ctx.scope
 	s.Capture = true
@@ -407,10 +407,10 @@ func (l *foreachLowering) deny(d *kyvernov1.Deny, vp string, ctx loopContext) (s
 	held := conditions.HeldMessages(conds, conditions.IsList(d.GetAnyAllConditions()))
 	if conditions.HasMessages(conds) {
 		if l.deferred {
-			return "", false, &refusal{"condition message", vp + ".conditions", "condition messages in a foreach deny whose rule message has {{ }} variables are not translated"}
+			return "", false, &refusal{"condition message", vp + ".conditions", "condition messages in a foreach deny whose rule message has {{ }} variables are not translated: drop one of them, or keep this rule under Kyverno"}
 		}
 		if strings.Contains(strings.Join(held, ""), "{{") {
-			return "", false, &refusal{"condition message", vp + ".conditions", "{{ }} variables in the condition messages of a foreach deny are not translated"}
+			return "", false, &refusal{"condition message", vp + ".conditions", "{{ }} variables in the condition messages of a foreach deny are not translated: move them to validate.message, or keep this rule under Kyverno"}
 		}
 	}
 	msgs := conditions.DenyMessages(l.message, l.rule, held)

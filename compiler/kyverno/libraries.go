@@ -8,8 +8,8 @@ import (
 // libraryReasons say why admitc cannot evaluate a call of one of Kyverno's
 // libraries that read outside the admission request.
 var libraryReasons = map[celenv.Library]string{
-	celenv.LibraryHTTP:      "Kyverno's http library makes HTTP requests at admission; admitc makes none (and no admission policy can)",
-	celenv.LibraryImageData: "Kyverno's image data library (image.GetMetadata) reads image manifests from registries at admission; admitc reads no registry",
+	celenv.LibraryHTTP:      "Kyverno's http library makes HTTP requests at admission; admitc makes none (and no admission policy can): keep this policy under Kyverno",
+	celenv.LibraryImageData: "Kyverno's image data library (image.GetMetadata) reads image manifests from registries at admission; admitc reads no registry: keep this policy under Kyverno",
 }
 
 // libraryRefusal names the first call of p's CEL to a library that reads

@@ -31,7 +31,7 @@ func forEachDepth(fes []kyvernov1.ForEachValidation) int {
 // depthRefusal refuses a foreach rule nested deeper than MaxForEachDepth.
 func depthRefusal(fes []kyvernov1.ForEachValidation, path string) *refusal {
 	if d := forEachDepth(fes); d > MaxForEachDepth {
-		return &refusal{"validate.foreach depth", path, fmt.Sprintf("a policy deeper than %d foreach levels (this one has %d) is not translated: each level adds a loop around the levels inside it, and type-checking the rule's CEL (by admitc and by the API server) grows faster than its size", MaxForEachDepth, d)}
+		return &refusal{"validate.foreach depth", path, fmt.Sprintf("a policy deeper than %d foreach levels (this one has %d) is not translated: each level adds a loop around the levels inside it, and type-checking the rule's CEL (by admitc and by the API server) grows faster than its size: flatten the nesting, or keep the rule under Kyverno", MaxForEachDepth, d)}
 	}
 	return nil
 }
@@ -44,5 +44,5 @@ func lengthRefusal(n int, what, path string) *refusal {
 	if n <= MaxExpressionLength {
 		return nil
 	}
-	return &refusal{what + " size", path, fmt.Sprintf("the emitted expression is %d characters or more, the API server's limit is %d", n, MaxExpressionLength)}
+	return &refusal{what + " size", path, fmt.Sprintf("the emitted expression is %d characters or more, the API server's limit is %d: split the rule into smaller ones, or keep it under Kyverno", n, MaxExpressionLength)}
 }

@@ -51,8 +51,19 @@ type loweredMatch struct {
 	condition string
 }
 
-// refusal says why something cannot be lowered: the feature, where, and why.
+// refusal says why something cannot be lowered: the feature, where, and
+// why, in the policy's terms, ending with what the policy's author can do.
 type refusal struct{ feature, path, why string }
+
+// withFix ends why with fix, what the author can do, unless why says
+// already (a reason from the JMESPath translation names its own fix, which
+// ends with keeping the rule under Kyverno).
+func withFix(why, fix string) string {
+	if strings.Contains(why, "under Kyverno") {
+		return why
+	}
+	return why + "; " + fix
+}
 
 // lowerMatch lowers a rule's match and exclude; policyNamespace is a
 // namespaced Policy's namespace, whose rules see only objects in it.
@@ -121,6 +132,45 @@ func simple(rule kyvernov1.Rule, match kyvernov1.ResourceFilters) bool {
 	return true
 }
 
+// matchConditionCause names, in the policy's terms, what in a rule's match
+// or exclude needs a match condition (what makes simple false);
+// policyNamespace is a namespaced Policy's namespace.
+func matchConditionCause(rule kyvernov1.Rule, path, policyNamespace string) string {
+	match := filters(&rule.MatchResources)
+	switch {
+	case policyNamespace != "":
+		return fmt.Sprintf("a namespaced Policy's scope (its rules see only objects in namespace %s)", policyNamespace)
+	case rule.ExcludeResources != nil && !isEmptyMatch(rule.ExcludeResources):
+		return path + ".exclude"
+	case len(match) != 1:
+		return fmt.Sprintf("%s.match (%d filters)", path, len(match))
+	}
+	at := path + ".match"
+	switch {
+	case len(rule.MatchResources.Any) > 0:
+		at += ".any[0]"
+	case len(rule.MatchResources.All) > 0:
+		at += ".all[0]"
+	}
+	d := match[0]
+	for _, f := range []struct {
+		set   bool
+		field string
+	}{
+		{d.Name != "", "resources.name"}, {len(d.Names) > 0, "resources.names"}, {len(d.Namespaces) > 0, "resources.namespaces"},
+		{d.Annotations != nil, "resources.annotations"}, {d.Selector != nil, "resources.selector"},
+		{d.NamespaceSelector != nil, "resources.namespaceSelector"}, {len(match[0].Subjects) > 0, "subjects"},
+	} {
+		if f.set {
+			return at + "." + f.field
+		}
+	}
+	if len(d.Kinds) == 0 {
+		return at + ".resources.kinds (none: every kind)"
+	}
+	return at + ".resources.kinds (a wildcard)"
+}
+
 func isEmptyMatch(m *kyvernov1.MatchResources) bool {
 	return len(m.Any) == 0 && len(m.All) == 0 && m.ResourceDescription.IsEmpty() && len(m.Roles) == 0 && len(m.ClusterRoles) == 0 && len(m.Subjects) == 0
 }
@@ -153,7 +203,7 @@ func namespaceSelector(rule kyvernov1.Rule, path string) (*metav1.LabelSelector,
 	if e := rule.ExcludeResources; e != nil {
 		for _, f := range append(filters(e), kyvernov1.ResourceFilter{ResourceDescription: e.ResourceDescription}) {
 			if f.NamespaceSelector != nil {
-				return nil, &refusal{"exclude namespaceSelector", path + ".exclude", "an admission policy's matchConditions cannot read namespace labels (the API server gives them no namespaceObject), and a namespaceSelector cannot be negated in general"}
+				return nil, &refusal{"exclude namespaceSelector", path + ".exclude", "an admission policy's matchConditions cannot read namespace labels (the API server gives them no namespaceObject), and a namespaceSelector cannot be negated in general: select the namespaces in match with a namespaceSelector instead, or keep this rule under Kyverno"}
 			}
 		}
 	}

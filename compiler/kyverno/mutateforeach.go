@@ -58,13 +58,13 @@ func (r *reader) mutateForEachRule(pol *ir.Policy, c computedRule, path string) 
 func (r *reader) forEachEntry(fe *kyvernov1.ForEachMutation, ep string, autogen bool) (string, *refusal) {
 	switch {
 	case len(fe.Context) > 0:
-		return "", &refusal{contextFeature(fe.Context[0]), ep + ".context", "a foreach entry's context is loaded by Kyverno at admission for each element; an admission policy cannot load it"}
+		return "", &refusal{contextFeature(fe.Context[0]), ep + ".context", "a foreach entry's context is loaded by Kyverno at admission for each element; an admission policy cannot load it: keep this rule under Kyverno"}
 	case len(fe.GetForEachMutation()) > 0:
-		return "", &refusal{"mutate.foreach nested", ep + ".foreach", "a nested foreach mutation patches the object each outer element's patch returned; not translated"}
+		return "", &refusal{"mutate.foreach nested", ep + ".foreach", "a nested foreach mutation patches the object each outer element's patch returned; not translated: keep this rule under Kyverno"}
 	case fe.List == "":
-		return "", &refusal{"mutate.foreach", ep + ".list", "a foreach entry needs a list"}
+		return "", &refusal{"mutate.foreach", ep + ".list", "a foreach entry needs a list: give it one"}
 	case fe.GetPatchStrategicMerge() == nil && fe.PatchesJSON6902 == "":
-		return "", &refusal{"mutate.foreach", ep, "the foreach entry has neither patchStrategicMerge nor patchesJson6902"}
+		return "", &refusal{"mutate.foreach", ep, "the foreach entry has neither patchStrategicMerge nor patchesJson6902: give it one"}
 	}
 	fresh := 0
 	list, err := conditions.Query(fe.List, conditions.Scope{}, &fresh)

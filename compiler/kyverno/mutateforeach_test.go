@@ -96,11 +96,11 @@ func TestMutateForEachRefusals(t *testing.T) {
 		got = append(got, fmt.Sprintf("%s:%d:%d %s %s: %s", sk.Origin.File, sk.Origin.Line, sk.Origin.Column, sk.From.Rule, sk.Feature, sk.Reason))
 	}
 	assert.Equal(t, []string{
-		"p.yaml:16:9 nested mutate.foreach nested: a nested foreach mutation patches the object each outer element's patch returned; not translated",
-		"p.yaml:29:26 static-path mutate construct: a foreach entry's patchesJson6902 is translated when every path holds {{elementIndex}} once (the elements then patch disjoint parts of the object)",
-		"p.yaml:40:26 index-last mutate construct: {{elementIndex}} as the last segment adds or removes list elements, which moves the next elements' indexes; not translated",
-		"p.yaml:52:11 list-and-map mutate construct: a foreach entry's patchStrategicMerge with a list is translated when the list, under its maps, is all it holds",
-		"p.yaml:70:15 map-under-variable-key mutate construct: a map under a key with {{ }} variables in a foreach entry is not translated (two elements may compute the same key)",
+		"p.yaml:16:9 nested mutate.foreach nested: a nested foreach mutation patches the object each outer element's patch returned; not translated: keep this rule under Kyverno",
+		"p.yaml:29:26 static-path mutate construct: a foreach entry's patchesJson6902 is translated when every path holds {{elementIndex}} once (the elements then patch disjoint parts of the object); rewrite the patch without it, or keep this rule under Kyverno",
+		"p.yaml:40:26 index-last mutate construct: {{elementIndex}} as the last segment adds or removes list elements, which moves the next elements' indexes; not translated; rewrite the patch without it, or keep this rule under Kyverno",
+		"p.yaml:52:11 list-and-map mutate construct: a foreach entry's patchStrategicMerge with a list is translated when the list, under its maps, is all it holds; rewrite the patch without it, or keep this rule under Kyverno",
+		"p.yaml:70:15 map-under-variable-key mutate construct: a map under a key with {{ }} variables in a foreach entry is not translated (two elements may compute the same key); rewrite the patch without it, or keep this rule under Kyverno",
 	}, got)
 	assert.Empty(t, set.Policies)
 }

@@ -30,11 +30,11 @@ func mutateRefusal(m *kyvernov1.Mutation, path string) *refusal {
 	mp := path + ".mutate"
 	switch {
 	case len(m.Targets) > 0:
-		return &refusal{"mutate.targets", mp + ".targets", "mutating existing objects happens in Kyverno's background controller, not at admission"}
+		return &refusal{"mutate.targets", mp + ".targets", "mutating existing objects happens in Kyverno's background controller, not at admission: keep this rule under Kyverno"}
 	case m.MutateExistingOnPolicyUpdate != nil && *m.MutateExistingOnPolicyUpdate:
-		return &refusal{"mutateExistingOnPolicyUpdate", mp + ".mutateExistingOnPolicyUpdate", "mutating existing objects happens in Kyverno's background controller, not at admission"}
+		return &refusal{"mutateExistingOnPolicyUpdate", mp + ".mutateExistingOnPolicyUpdate", "mutating existing objects happens in Kyverno's background controller, not at admission: keep this rule under Kyverno"}
 	case len(m.ForEachMutation) == 0 && m.GetPatchStrategicMerge() == nil && m.PatchesJSON6902 == "":
-		return &refusal{"mutate without a patch", mp, "the mutate block has neither patchStrategicMerge nor patchesJson6902"}
+		return &refusal{"mutate without a patch", mp, "the mutate block has neither patchStrategicMerge nor patchesJson6902: give it one"}
 	}
 	return nil
 }
@@ -83,7 +83,7 @@ func (r *reader) mutateConstructRefusal(mp string, err error, autogen bool) *ref
 	if me, ok := err.(*mutate.Error); ok {
 		at, why = r.constructAt(mp, me.Path, autogen), me.Reason
 	}
-	return &refusal{"mutate construct", at, why}
+	return &refusal{"mutate construct", at, withFix(why, "rewrite the patch without it, or keep this rule under Kyverno")}
 }
 
 // contextSubstitution is what Kyverno's mutate handler does before it

@@ -93,10 +93,10 @@ func TestMutateRefusalsNameRuleFieldAndPlace(t *testing.T) {
 		got = append(got, fmt.Sprintf("%s:%d:%d %s %s: %s", sk.Origin.File, sk.Origin.Line, sk.Origin.Column, sk.From.Rule, sk.Feature, sk.Reason))
 	}
 	assert.Equal(t, []string{
-		"p.yaml:29:11 per-container mutate construct: anchors in a foreach entry's patchStrategicMerge are not translated (each element's preprocessing sees the object the previous element patched)",
-		"p.yaml:41:19 delete-label mutate construct: null in a strategic merge patch deletes the key; that is not translated",
-		"p.yaml:51:11 tolerations mutate construct: only the PodSpec lists containers, initContainers, ephemeralContainers, volumes and imagePullSecrets are translated (kustomize merges them by name); other lists depend on the kind's schema",
-		"p.yaml:59:24 json-move mutate construct: the operation \"move\" is not translated (add, replace and remove are)",
+		"p.yaml:29:11 per-container mutate construct: anchors in a foreach entry's patchStrategicMerge are not translated (each element's preprocessing sees the object the previous element patched); rewrite the patch without it, or keep this rule under Kyverno",
+		"p.yaml:41:19 delete-label mutate construct: null in a strategic merge patch deletes the key; that is not translated; rewrite the patch without it, or keep this rule under Kyverno",
+		"p.yaml:51:11 tolerations mutate construct: only the PodSpec lists containers, initContainers, ephemeralContainers, volumes and imagePullSecrets are translated (kustomize merges them by name); other lists depend on the kind's schema; rewrite the patch without it, or keep this rule under Kyverno",
+		"p.yaml:59:24 json-move mutate construct: the operation \"move\" is not translated (add, replace and remove are); rewrite the patch without it, or keep this rule under Kyverno",
 	}, got)
 	var names []string
 	for _, p := range set.Policies {

@@ -138,7 +138,7 @@ func (r *reader) patternRefusal(vp string, err error, autogen bool) *refusal {
 	if pe, ok := err.(*pattern.Error); ok {
 		at, why = r.constructAt(vp, pe.Path, autogen), pe.Reason
 	}
-	return &refusal{"validate.pattern construct", at, why}
+	return &refusal{"validate.pattern construct", at, withFix(why, "rewrite the pattern without it (or the check as validate.cel), or keep this rule under Kyverno")}
 }
 
 // constructAt is the field of the file at path under base (a pattern or an

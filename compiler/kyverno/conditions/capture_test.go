@@ -40,7 +40,7 @@ func jsonOrNil(c string) string {
 func TestCaptureRefusesFunctions(t *testing.T) {
 	fresh := 0
 	_, err := Query("length(request.object.spec.containers)", Scope{Capture: true}, &fresh)
-	assert.EqualError(t, err, `JMESPath "length(request.object.spec.containers)": function length() is not translated where Kyverno handles an evaluation error itself (a foreach list or precondition skips the entry or the element; a context variable with a default takes the default), and a function's error is one CEL cannot catch`)
+	assert.EqualError(t, err, `JMESPath "length(request.object.spec.containers)": function length() is not translated where Kyverno handles an evaluation error itself (a foreach list or precondition skips the entry or the element; a context variable with a default takes the default), and a function's error is one CEL cannot catch; compute it in the rule's deny conditions or a context variable without a default, or keep the rule under Kyverno`)
 }
 
 // Outcome follows Kyverno's order: an error before the deciding condition

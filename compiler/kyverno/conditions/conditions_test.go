@@ -159,8 +159,8 @@ func TestMessageSubstitutesVariables(t *testing.T) {
 
 func TestRefusalsNameTheConstruct(t *testing.T) {
 	cases := map[string]string{
-		`{any: [{key: "{{ imageData.registry }}", operator: Equals, value: x}]}`:                     `any[0].key: JMESPath "imageData.registry": imageData is not in the context admitc translates`,
-		`{any: [{key: "{{ starts_with('{{ request.name }}', 'x') }}", operator: Equals, value: x}]}`: `any[0].key: JMESPath "starts_with('__admitcvar0__', 'x')": a nested {{ }} variable is translated only as a field name`,
+		`{any: [{key: "{{ imageData.registry }}", operator: Equals, value: x}]}`:                     `any[0].key: JMESPath "imageData.registry": imageData is neither declared in the rule's context before it is read nor a variable Kyverno provides that admitc translates (request, serviceAccountName, serviceAccountNamespace, images; element, elementIndex, elementN and elementIndexN inside a foreach): declare imageData in the rule's context, before the entries that read it, or correct the name`,
+		`{any: [{key: "{{ starts_with('{{ request.name }}', 'x') }}", operator: Equals, value: x}]}`: `any[0].key: JMESPath "starts_with('{{ request.name }}', 'x')": a {{ }} variable inside another is translated only where it names a field (a."{{ x }}"); write the query without it, or keep the rule under Kyverno`,
 		`{all: [{key: "{{ request.object.spec | merge(@) }}", operator: Equals, value: x}]}`:         `all[0].key: JMESPath "request.object.spec | merge(@)": function merge() is not in the subset admitc translates (contains, ends_with, join, keys, length, regex_match, split, starts_with, to_lower, to_string, to_upper, values)`,
 		`{any: [{key: "{{ request.object.spec.containers[0:2] }}", operator: Equals, value: x}]}`:    `any[0].key: JMESPath "request.object.spec.containers[0:2]": a slice is not in the subset`,
 		`{any: [{key: a, operator: DurationGreaterThan, value: 1h}]}`:                                `any[0].operator: operator DurationGreaterThan is not translated`,

@@ -49,13 +49,13 @@ func (t *translator) function(n gojmespath.ASTNode, cur value) (string, error) {
 	name := n.Value.(string)
 	f, ok := functions[name]
 	if !ok {
-		return "", t.refuse("function %s() is not in the subset admitc translates (%s)", name, functionNames())
+		return "", t.refuse("function %s() is not in the subset admitc translates (%s); %s", name, functionNames(), rewriteOrKeep)
 	}
 	if len(n.Children) != f.arity {
-		return "", t.refuse("%s() takes %d argument(s)", name, f.arity)
+		return "", t.refuse("%s() takes %d argument(s): correct the call", name, f.arity)
 	}
 	if t.scope.Capture {
-		return "", t.refuse("function %s() is not translated where Kyverno handles an evaluation error itself (a foreach list or precondition skips the entry or the element; a context variable with a default takes the default), and a function's error is one CEL cannot catch", name)
+		return "", t.refuse("function %s() is not translated where Kyverno handles an evaluation error itself (a foreach list or precondition skips the entry or the element; a context variable with a default takes the default), and a function's error is one CEL cannot catch; compute it in the rule's deny conditions or a context variable without a default, or keep the rule under Kyverno", name)
 	}
 	var args, names []string
 	for _, c := range n.Children {

@@ -83,7 +83,7 @@ func Operator(op string, key, val string, rawKey, raw any) (string, error) {
 		}
 		body = b
 	default:
-		return "", fmt.Errorf("operator %s is not translated (Equals, NotEquals, AnyIn, AllIn, AnyNotIn, AllNotIn, GreaterThan, GreaterThanOrEquals, LessThan, LessThanOrEquals are)", op)
+		return "", fmt.Errorf("operator %s is not translated (Equals, NotEquals, AnyIn, AllIn, AnyNotIn, AllNotIn, GreaterThan, GreaterThanOrEquals, LessThan, LessThanOrEquals are); %s", op, rewriteOrKeep)
 	}
 	return "[dyn(" + key + ")].map(k, [dyn(" + val + ")].map(v, " + body + ")[0])[0]", nil
 }

@@ -50,6 +50,10 @@ type Scope struct {
 	// identifiers in the query (the others are quoted).
 	keys     map[string]string
 	bareKeys map[string]bool
+	// written is the text of each inner variable as the policy writes it
+	// ({{ request.namespace }}), by placeholder: refusals quote a query as
+	// written, never with admitc's placeholders.
+	written map[string]string
 }
 
 // Loop is one foreach loop's element and index, as CEL expressions.
@@ -61,6 +65,10 @@ const UnknownKey = "dyn(b'kyverno: unknown key')"
 
 // IsUnknownKey is a CEL test of the value named v for UnknownKey.
 func IsUnknownKey(v string) string { return "type(" + v + ") == bytes" }
+
+// rewriteOrKeep is what a policy can do about a construct admitc does not
+// translate.
+const rewriteOrKeep = "rewrite it with the JMESPath subset admitc translates (docs/kyverno-pattern-translation.md), or keep the rule under Kyverno"
 
 // translator lowers one JMESPath query.
 type translator struct {
@@ -85,7 +93,7 @@ type value struct {
 func Query(q string, s Scope, fresh *int) (string, error) {
 	node, err := gojmespath.NewParser().Parse(q)
 	if err != nil {
-		return "", fmt.Errorf("JMESPath %q does not parse: %v", q, err)
+		return "", fmt.Errorf("JMESPath %q does not parse: %v; correct the query", asWritten(q, s.written), err)
 	}
 	loads := s.loads(q)
 	t := &translator{scope: s, query: q, fresh: fresh, vars: map[string]string{}}
@@ -97,7 +105,7 @@ func Query(q string, s Scope, fresh *int) (string, error) {
 		return "", err
 	}
 	if v.pseudo != "" {
-		return "", t.refuse("%s is not a value admitc reads", pseudoName(v.pseudo))
+		return "", t.refuse("%s is not a value admitc reads; read one of its fields (request.object, request.operation...)", pseudoName(v.pseudo))
 	}
 	return withLoads(v.cel, s, loads, t.vars, fresh)
 }
@@ -108,7 +116,7 @@ func Query(q string, s Scope, fresh *int) (string, error) {
 func QueryOn(q, root string, s Scope, fresh *int) (string, error) {
 	node, err := gojmespath.NewParser().Parse(q)
 	if err != nil {
-		return "", fmt.Errorf("JMESPath %q does not parse: %v", q, err)
+		return "", fmt.Errorf("JMESPath %q does not parse: %v; correct the query", asWritten(q, s.written), err)
 	}
 	t := &translator{scope: s, query: q, fresh: fresh}
 	return t.concrete(node, value{cel: root}, true)
@@ -121,8 +129,10 @@ func pseudoName(p string) string {
 	return p
 }
 
+// refuse says why the query, quoted as the policy writes it, is not
+// translated.
 func (t *translator) refuse(format string, args ...any) error {
-	return fmt.Errorf("JMESPath %q: %s", t.query, fmt.Sprintf(format, args...))
+	return fmt.Errorf("JMESPath %q: %s", asWritten(t.query, t.scope.written), fmt.Sprintf(format, args...))
 }
 
 func (t *translator) name() string {
@@ -166,12 +176,12 @@ func (t *translator) node(n gojmespath.ASTNode, cur value, strict bool) (value, 
 	case gojmespath.ASTLiteral:
 		lit, err := literal(n.Value)
 		if err != nil {
-			return value{}, t.refuse("%v", err)
+			return value{}, t.refuse("%v; %s", err, rewriteOrKeep)
 		}
 		return value{cel: lit}, nil
 	}
 	if cur.pseudo != "" && n.NodeType == gojmespath.ASTIndex {
-		return value{}, t.refuse("an index applied to %s is not in the subset admitc translates", pseudoName(cur.pseudo))
+		return value{}, t.refuse("an index applied to %s is not in the subset admitc translates; %s", pseudoName(cur.pseudo), rewriteOrKeep)
 	}
 	c, err := t.compound(n, cur, strict)
 	return value{cel: c}, err
@@ -220,7 +230,7 @@ func (t *translator) compound(n gojmespath.ASTNode, cur value, strict bool) (str
 			return "", err
 		}
 		if right.pseudo != "" {
-			return "", t.refuse("%s is not a value admitc reads", pseudoName(right.pseudo))
+			return "", t.refuse("%s is not a value admitc reads; read one of its fields (request.object, request.operation...)", pseudoName(right.pseudo))
 		}
 		return right.cel, nil
 	case gojmespath.ASTFunctionExpression:
@@ -228,7 +238,7 @@ func (t *translator) compound(n gojmespath.ASTNode, cur value, strict bool) (str
 	case gojmespath.ASTMultiSelectList:
 		return t.multiSelectList(n, cur)
 	}
-	return "", t.refuse("%s is not in the subset admitc translates", nodeName(n))
+	return "", t.refuse("%s is not in the subset admitc translates; %s", nodeName(n), rewriteOrKeep)
 }
 
 // functionAfter lowers a sub-expression whose right side is a function
@@ -261,7 +271,7 @@ func (t *translator) concrete(n gojmespath.ASTNode, cur value, strict bool) (str
 		return "", err
 	}
 	if v.pseudo != "" {
-		return "", t.refuse("%s is not a value admitc reads", pseudoName(v.pseudo))
+		return "", t.refuse("%s is not a value admitc reads; read one of its fields (request.object, request.operation...)", pseudoName(v.pseudo))
 	}
 	return v.cel, nil
 }
@@ -307,7 +317,7 @@ func (t *translator) field(cur value, key string, strict bool) (value, error) {
 // need escapes, or Kyverno's query does not parse.
 func (t *translator) dynamicField(cur value, key string, strict bool) (value, error) {
 	if cur.pseudo != "" {
-		return value{}, t.refuse("a nested {{ }} variable naming a field of %s is not translated", pseudoName(cur.pseudo))
+		return value{}, t.refuse("a {{ }} variable inside another naming a field of %s is not translated; %s", pseudoName(cur.pseudo), rewriteOrKeep)
 	}
 	var parts []string
 	bare := false
@@ -316,7 +326,7 @@ func (t *translator) dynamicField(cur value, key string, strict bool) (value, er
 		p := key[loc[0]:loc[1]]
 		text, ok := t.scope.keys[p]
 		if !ok {
-			return value{}, t.refuse("%s is not a variable", p)
+			return value{}, t.refuse("%s is not a variable", asWritten(p, t.scope.written))
 		}
 		bare = bare || t.scope.bareKeys[p]
 		if loc[0] > last {
@@ -420,11 +430,10 @@ func (t *translator) rootField(pseudo, key string, strict bool) (value, error) {
 			return value{cel: n}, nil
 		}
 	}
-	name := key
 	if pseudo != "$" {
-		name = pseudo + "." + key
+		return value{}, t.refuse("%s.%s is a field of Kyverno's admission request that admitc does not translate (it translates request.object, request.oldObject, request.operation, request.namespace, request.name, request.userInfo.username and request.userInfo.groups); read what the rule needs from those, or keep the rule under Kyverno", pseudo, key)
 	}
-	return value{}, t.refuse("%s is not in the context admitc translates (request.object, request.oldObject, request.operation, request.namespace, request.name, request.userInfo.username/groups, serviceAccountName/Namespace, images, element, elementIndex, elementN and elementIndexN in a foreach)", name)
+	return value{}, t.refuse("%s is neither declared in the rule's context before it is read nor a variable Kyverno provides that admitc translates (request, serviceAccountName, serviceAccountNamespace, images; element, elementIndex, elementN and elementIndexN inside a foreach): declare %s in the rule's context, before the entries that read it, or correct the name", key, key)
 }
 
 // loopName resolves elementN and elementIndexN, the element and index of
@@ -533,7 +542,7 @@ func (t *translator) comparator(n gojmespath.ASTNode, cur value) (string, error)
 	ops := map[string]string{"tEQ": "==", "tNE": "!=", "tLT": "<", "tLTE": "<=", "tGT": ">", "tGTE": ">="}
 	op, ok := ops[fmt.Sprint(n.Value)]
 	if !ok {
-		return "", t.refuse("comparator %v", n.Value)
+		return "", t.refuse("the comparator %v is not translated; %s", n.Value, rewriteOrKeep)
 	}
 	l, r := t.name(), t.name()
 	if op == "==" || op == "!=" {
@@ -663,14 +672,14 @@ func literal(v any) (string, error) {
 		}
 		return "{" + strings.Join(out, ", ") + "}", nil
 	}
-	return "", fmt.Errorf("literal of type %T", v)
+	return "", fmt.Errorf("a literal of type %T is not translated", v)
 }
 
 // multiSelectList is ASTMultiSelectList ([a, b]): null on null, else the
 // list of each expression on cur, a missing key giving null.
 func (t *translator) multiSelectList(n gojmespath.ASTNode, cur value) (string, error) {
 	if cur.pseudo != "" {
-		return "", t.refuse("a multi-select list applied to %s is not in the subset admitc translates", pseudoName(cur.pseudo))
+		return "", t.refuse("a multi-select list applied to %s is not in the subset admitc translates; %s", pseudoName(cur.pseudo), rewriteOrKeep)
 	}
 	v := t.name()
 	var items []string

@@ -47,7 +47,7 @@ func Value(v any, s Scope, fresh *int) (string, error) {
 		return list, nil
 	case map[string]any:
 		if data, _ := json.Marshal(x); strings.Contains(string(data), "{{") {
-			return "", fmt.Errorf("{{ }} variables inside a map value are not translated")
+			return "", fmt.Errorf("{{ }} variables inside a map value are not translated; compare the map's fields one by one, or keep the rule under Kyverno")
 		}
 	}
 	return literal(v)
@@ -84,10 +84,10 @@ func text(x string, s Scope, fresh *int, whole bool) (string, error) {
 		start, end := loc[4], loc[5]
 		q, shallow := trimVariable(x[start:end])
 		if shallow {
-			return "", fmt.Errorf("the shallow substitution {{- %s}} is not translated", q)
+			return "", fmt.Errorf("the shallow substitution {{- %s}} is not translated; %s", q, rewriteOrKeep)
 		}
 		if q == "@" {
-			return "", fmt.Errorf("the {{@}} variable is not translated")
+			return "", fmt.Errorf("the {{@}} variable is not translated; %s", rewriteOrKeep)
 		}
 		c, err := Query(q, s, fresh)
 		if err != nil {
@@ -188,7 +188,7 @@ func nestedText(outer string, inner map[string]string, s Scope, fresh *int, whol
 	for _, p := range keys {
 		q, shallow := trimVariable(inner[p])
 		if shallow || q == "@" {
-			return "", fmt.Errorf("the variable %s is not translated", inner[p])
+			return "", fmt.Errorf("the variable %s is not translated; %s", inner[p], rewriteOrKeep)
 		}
 		c, err := Query(q, s, fresh)
 		if err != nil {
@@ -221,9 +221,9 @@ func nestedText(outer string, inner map[string]string, s Scope, fresh *int, whol
 		start, end := loc[4], loc[5]
 		q, shallow := trimVariable(outer[start:end])
 		if shallow || q == "@" {
-			return "", fmt.Errorf("the variable %s is not translated", outer[start:end])
+			return "", fmt.Errorf("the variable %s is not translated; %s", asWritten(outer[start:end], inner), rewriteOrKeep)
 		}
-		c, err := queryWithKeys(q, s, fresh, texts)
+		c, err := queryWithKeys(q, s, fresh, texts, inner)
 		if err != nil {
 			return "", err
 		}
@@ -260,22 +260,33 @@ func nestedText(outer string, inner map[string]string, s Scope, fresh *int, whol
 
 // queryWithKeys translates the query q whose field names hold the
 // placeholders of texts (CEL strings): such a field reads the key the
-// text makes; a placeholder anywhere else is refused.
-func queryWithKeys(q string, s Scope, fresh *int, texts map[string]string) (string, error) {
+// text makes; a placeholder anywhere else is refused. written holds each
+// placeholder's variable as the policy writes it, for refusals.
+func queryWithKeys(q string, s Scope, fresh *int, texts, written map[string]string) (string, error) {
 	bare := map[string]bool{}
 	for _, loc := range placeholderRegex.FindAllStringIndex(q, -1) {
 		bare[q[loc[0]:loc[1]]] = !quotedAt(q, loc[0])
 	}
-	s.keys = texts
-	s.bareKeys = bare
+	s.keys, s.bareKeys, s.written = texts, bare, written
 	c, err := Query(q, s, fresh)
 	if err != nil {
 		return "", err
 	}
 	if placeholderRegex.MatchString(c) {
-		return "", fmt.Errorf("JMESPath %q: a nested {{ }} variable is translated only as a field name", q)
+		return "", fmt.Errorf("JMESPath %q: a {{ }} variable inside another is translated only where it names a field (a.\"{{ x }}\"); write the query without it, or keep the rule under Kyverno", asWritten(q, written))
 	}
 	return c, nil
+}
+
+// asWritten is text with each placeholder replaced by the inner variable
+// it stands for, as written in the policy.
+func asWritten(text string, written map[string]string) string {
+	return placeholderRegex.ReplaceAllStringFunc(text, func(p string) string {
+		if w, ok := written[p]; ok {
+			return w
+		}
+		return p
+	})
 }
 
 // quotedAt says whether position i of the JMESPath text q is inside a

@@ -30,7 +30,7 @@ func TestStrategicMergeRefusals(t *testing.T) {
 		"variable key in an element":  {`{"spec": {"containers": [{"name": "a", "x-{{request.namespace}}": "y"}]}}`, "patchStrategicMerge.spec.containers[0].x-{{request.namespace}}: a key with {{ }} variables inside a list element is not translated"},
 		"anchored variable key":       {`{"metadata": {"labels": {"+({{request.namespace}})": "y"}}}`, "patchStrategicMerge.metadata.labels.+({{request.namespace}}): an anchor on a key with {{ }} variables is not translated"},
 		"escaped braces in a key":     {`{"metadata": {"labels": {"a-\\{{b}}": "y"}}}`, `patchStrategicMerge.metadata.labels.a-\{{b}}: an escaped \{{ in a key is not translated (Kyverno renames the key while it walks the map, and may substitute the renamed key again)`},
-		"key variable not translated": {`{"metadata": {"labels": {"a-{{@}}": "y"}}}`, "patchStrategicMerge.metadata.labels.a-{{@}}: the {{@}} variable is not translated"},
+		"key variable not translated": {`{"metadata": {"labels": {"a-{{@}}": "y"}}}`, "patchStrategicMerge.metadata.labels.a-{{@}}: the {{@}} variable is not translated; rewrite it with the JMESPath subset admitc translates (docs/kyverno-pattern-translation.md), or keep the rule under Kyverno"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
