@@ -306,6 +306,9 @@ type SchemaRead struct {
 	Path    string `json:"path"`
 	Shape   string `json:"shape"`
 	Present bool   `json:"present,omitempty"`
+	// Enum, when set, is the only values the field holds: the API
+	// server's validation of its kind refuses any other.
+	Enum []string `json:"enum,omitempty"`
 }
 
 // SchemaPath is the path of key under path in a SchemaRead: path.key, or

@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"slices"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/admitc/admitc/ir"
@@ -15,6 +17,7 @@ type shapeCheck struct{ root *shapeNode }
 type shapeNode struct {
 	shape   string
 	present bool
+	enum    []string
 	fields  map[string]*shapeNode
 	items   *shapeNode
 }
@@ -30,7 +33,7 @@ func newShapeCheck(reads []ir.SchemaRead) (*shapeCheck, error) {
 		for _, s := range steps {
 			n = n.child(s)
 		}
-		n.shape, n.present = r.Shape, r.Present
+		n.shape, n.present, n.enum = r.Shape, r.Present, r.Enum
 	}
 	return &shapeCheck{root: root}, nil
 }
@@ -57,6 +60,9 @@ func (n *shapeNode) child(step string) *shapeNode {
 // the node says, and its read fields too.
 func (n *shapeNode) fits(v any) bool {
 	if v == nil || !hasShape(v, n.shape) {
+		return false
+	}
+	if s, ok := v.(string); ok && len(n.enum) > 0 && !slices.Contains(n.enum, s) {
 		return false
 	}
 	switch t := v.(type) {

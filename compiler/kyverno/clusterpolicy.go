@@ -187,6 +187,21 @@ func (r *reader) rule(p *clusterPolicyObject, c computedRule) {
 			pol = tp
 		}
 	}
+	if v.Deny != nil && Translated(pol) {
+		if td := r.typedDenyRule(pol, c, m, actions[0] == ir.Deny); td != nil {
+			pol = td
+		}
+	}
+	if len(v.ForEachValidation) > 0 && v.GetPattern() == nil && v.GetAnyPattern() == nil && v.Deny == nil && Translated(pol) {
+		if tf := r.typedForEachRule(pol, c, m, actions[0] == ir.Deny); tf != nil {
+			pol = tf
+		}
+	}
+	if pol.Dynamic == nil && v.CEL == nil && Translated(pol) {
+		if sp := simplifiedRule(pol, c); sp != nil {
+			pol = sp
+		}
+	}
 	r.policies = append(r.policies, pol)
 }
 

@@ -68,6 +68,15 @@ func (b *Builder) literal(v ref.Val) Expr { return b.fac.NewLiteral(b.id(), v) }
 // Literal is a literal of any CEL value type.
 func (b *Builder) Literal(v ref.Val) Expr { return b.literal(v) }
 
+// MapLiteral is a map literal of keys and values, alternating.
+func (b *Builder) MapLiteral(kv ...Expr) Expr {
+	var entries []ast.EntryExpr
+	for i := 0; i+1 < len(kv); i += 2 {
+		entries = append(entries, b.fac.NewMapEntry(b.id(), kv[i], kv[i+1], false))
+	}
+	return b.fac.NewMap(b.id(), entries)
+}
+
 // List is a list literal.
 func (b *Builder) List(elems ...Expr) Expr { return b.fac.NewList(b.id(), elems, nil) }
 
@@ -89,6 +98,11 @@ func (b *Builder) Select(e Expr, field string) Expr {
 	}
 	return b.fac.NewSelect(b.id(), e, field)
 }
+
+// Field is e.field whatever the field's name (request.namespace: CEL
+// parses a reserved word as a selected field; a declared type, such as
+// the admission request, has no index).
+func (b *Builder) Field(e Expr, field string) Expr { return b.fac.NewSelect(b.id(), e, field) }
 
 // Has is has(e.field), or "field" in e when field is not an identifier.
 func (b *Builder) Has(e Expr, field string) Expr {
@@ -131,10 +145,36 @@ func (b *Builder) Size(e Expr) Expr { return b.Member("size", e) }
 func (b *Builder) Add(x, y Expr) Expr { return b.Call(operators.Add, x, y) }
 
 // Eq is x == y.
-func (b *Builder) Eq(x, y Expr) Expr { return b.Call(operators.Equals, x, y) }
+func (b *Builder) Eq(x, y Expr) Expr {
+	if v, ok := sameLiterals(x, y); ok {
+		return b.Bool(v)
+	}
+	return b.Call(operators.Equals, x, y)
+}
+
+// sameLiterals compares two scalar literals of one type.
+func sameLiterals(x, y Expr) (bool, bool) {
+	if x.Kind() != ast.LiteralKind || y.Kind() != ast.LiteralKind {
+		return false, false
+	}
+	a, c := x.AsLiteral(), y.AsLiteral()
+	if a.Type() != c.Type() {
+		return false, false
+	}
+	switch a.(type) {
+	case types.String, types.Int, types.Bool:
+		return a.Equal(c) == types.True, true
+	}
+	return false, false
+}
 
 // Ne is x != y.
-func (b *Builder) Ne(x, y Expr) Expr { return b.Call(operators.NotEquals, x, y) }
+func (b *Builder) Ne(x, y Expr) Expr {
+	if v, ok := sameLiterals(x, y); ok {
+		return b.Bool(!v)
+	}
+	return b.Call(operators.NotEquals, x, y)
+}
 
 // Compare is x op y for op one of == != < <= > >=.
 func (b *Builder) Compare(op string, x, y Expr) Expr {
@@ -249,6 +289,12 @@ func negatable(xs []Expr) int {
 
 // Cond is c ? t : f, folded when c is a literal or t and f are.
 func (b *Builder) Cond(c, t, f Expr) Expr {
+	if tc, tt, _, ok := b.AsTernary(t); ok && b.Same(tc, c) {
+		t = tt
+	}
+	if fc, _, ff, ok := b.AsTernary(f); ok && b.Same(fc, c) {
+		f = ff
+	}
 	switch {
 	case IsTrue(c):
 		return t
@@ -271,17 +317,69 @@ func (b *Builder) Cond(c, t, f Expr) Expr {
 }
 
 // Ternary is c ? t : f for values that are not booleans (strings,
-// lists), folded when c is a literal or both branches are the same.
+// lists), folded when c is a literal or both branches are the same; a
+// branch that tests c again takes c's answer (c ? (c ? a : b) : d is
+// c ? a : d).
 func (b *Builder) Ternary(c, t, f Expr) Expr {
 	switch {
 	case IsTrue(c):
 		return t
 	case IsFalse(c):
 		return f
+	}
+	if tc, tt, _, ok := b.AsTernary(t); ok && b.Same(tc, c) {
+		t = tt
+	}
+	if fc, _, ff, ok := b.AsTernary(f); ok && b.Same(fc, c) {
+		f = ff
+	}
+	switch {
 	case b.Same(t, f):
 		return t
+	case IsTrue(t) && IsFalse(f):
+		return c
+	case IsFalse(t) && IsTrue(f):
+		return b.Not(c)
+	}
+	if v, ok := b.presentOr(c, t, f); ok {
+		return v
 	}
 	return b.Call(operators.Conditional, c, t, f)
+}
+
+// presentOr is has(x.f) ? x.f : d, written x.?f.orValue(d) for a literal
+// d ("k" in m ? m["k"] : d too).
+func (b *Builder) presentOr(c, t, f Expr) (Expr, bool) {
+	if f.Kind() != ast.LiteralKind || f.AsLiteral() == types.NullValue {
+		return nil, false
+	}
+	var operand Expr
+	var field string
+	switch {
+	case c.Kind() == ast.SelectKind && c.AsSelect().IsTestOnly():
+		operand, field = c.AsSelect().Operand(), c.AsSelect().FieldName()
+	case c.Kind() == ast.CallKind && c.AsCall().FunctionName() == operators.In && c.AsCall().Args()[0].Kind() == ast.LiteralKind:
+		k, ok := c.AsCall().Args()[0].AsLiteral().(types.String)
+		if !ok {
+			return nil, false
+		}
+		operand, field = c.AsCall().Args()[1], string(k)
+	default:
+		return nil, false
+	}
+	if !b.Same(t, b.Select(operand, field)) {
+		return nil, false
+	}
+	return b.OrValue(b.OptionalSelect(operand, field), f), true
+}
+
+// AsTernary splits c ? t : f.
+func (b *Builder) AsTernary(e Expr) (c, t, f Expr, ok bool) {
+	if e.Kind() != ast.CallKind || e.AsCall().FunctionName() != operators.Conditional {
+		return nil, nil, nil, false
+	}
+	a := e.AsCall().Args()
+	return a[0], a[1], a[2], true
 }
 
 // Same says whether x and y are the same expression (they print alike).
@@ -306,6 +404,37 @@ func (b *Builder) Parse(src string) (Expr, error) {
 	return a.adopt(parsed.Expr()), nil
 }
 
+// macroCall copies a macro's call: the target with a, the arguments with
+// inner.
+func (a *adoption) macroCall(call Expr, inner *adoption) Expr {
+	if call.Kind() != ast.CallKind {
+		return a.adopt(call)
+	}
+	c := call.AsCall()
+	args := make([]Expr, len(c.Args()))
+	for i, arg := range c.Args() {
+		args[i] = inner.adopt(arg)
+	}
+	if c.IsMemberFunction() {
+		return a.b.fac.NewMemberCall(0, c.FunctionName(), a.adopt(c.Target()), args...)
+	}
+	return a.b.fac.NewCall(0, c.FunctionName(), args...)
+}
+
+// Substitute is e with every free identifier name replaced by with.
+func (b *Builder) Substitute(e Expr, name string, with Expr) Expr {
+	a := &adoption{b: b, info: b.info, ids: map[int64]int64{}, name: name, with: with}
+	return a.adopt(e)
+}
+
+// Uses counts the free identifiers name in e.
+func (b *Builder) Uses(e Expr, name string) int {
+	n := 0
+	a := &adoption{b: b, info: b.info, ids: map[int64]int64{}, name: name, with: nil, count: &n}
+	a.adopt(e)
+	return n
+}
+
 // adoption copies expressions made by another source with the builder's
 // IDs: ids maps the old IDs to the new, for the macro calls that refer to
 // a nested macro by its ID.
@@ -313,6 +442,14 @@ type adoption struct {
 	b    *Builder
 	info *ast.SourceInfo
 	ids  map[int64]int64
+	// name, when set, is an identifier replaced by with (Substitute), or
+	// counted into count (Uses); a comprehension binding it again hides
+	// it.
+	name  string
+	with  Expr
+	count *int
+	// muted stops counting (a macro's call, counted in its expansion).
+	muted bool
 }
 
 func (a *adoption) adopt(e Expr) Expr {
@@ -326,7 +463,17 @@ func (a *adoption) copy(e Expr) Expr {
 	var out Expr
 	switch e.Kind() {
 	case ast.IdentKind:
-		out = b.Ident(e.AsIdent())
+		switch {
+		case a.name == "" || e.AsIdent() != a.name:
+			out = b.Ident(e.AsIdent())
+		case a.count != nil:
+			if !a.muted {
+				*a.count++
+			}
+			out = b.Ident(e.AsIdent())
+		default:
+			out = a.with
+		}
 	case ast.LiteralKind:
 		out = b.literal(e.AsLiteral())
 	case ast.SelectKind:
@@ -342,10 +489,19 @@ func (a *adoption) copy(e Expr) Expr {
 		for i, arg := range c.Args() {
 			args[i] = a.adopt(arg)
 		}
-		if c.IsMemberFunction() {
-			out = b.Member(c.FunctionName(), a.adopt(c.Target()), args...)
-		} else {
-			out = b.Call(c.FunctionName(), args...)
+		switch fn := c.FunctionName(); {
+		case c.IsMemberFunction():
+			out = b.Member(fn, a.adopt(c.Target()), args...)
+		case fn == operators.LogicalNot && len(args) == 1:
+			out = b.Not(args[0])
+		case fn == operators.LogicalAnd:
+			out = b.And(args...)
+		case fn == operators.LogicalOr:
+			out = b.Or(args...)
+		case fn == operators.Conditional && len(args) == 3:
+			out = b.Ternary(args[0], args[1], args[2])
+		default:
+			out = b.Call(fn, args...)
 		}
 	case ast.ListKind:
 		l := e.AsList()
@@ -363,10 +519,22 @@ func (a *adoption) copy(e Expr) Expr {
 		out = b.fac.NewMap(b.id(), entries)
 	case ast.ComprehensionKind:
 		c := e.AsComprehension()
-		out = b.fac.NewComprehensionTwoVar(b.id(), a.adopt(c.IterRange()), c.IterVar(), c.IterVar2(), c.AccuVar(),
-			a.adopt(c.AccuInit()), a.adopt(c.LoopCondition()), a.adopt(c.LoopStep()), a.adopt(c.Result()))
+		rng := a.adopt(c.IterRange())
+		shadowed := a.name != "" && (c.IterVar() == a.name || c.IterVar2() == a.name || c.AccuVar() == a.name)
+		inner := a
+		if shadowed {
+			inner = &adoption{b: b, info: info, ids: a.ids}
+		}
+		out = b.fac.NewComprehensionTwoVar(b.id(), rng, c.IterVar(), c.IterVar2(), c.AccuVar(),
+			inner.adopt(c.AccuInit()), inner.adopt(c.LoopCondition()), inner.adopt(c.LoopStep()), inner.adopt(c.Result()))
 		if call, ok := info.GetMacroCall(e.ID()); ok {
-			b.info.SetMacroCall(out.ID(), a.adopt(call))
+			// The call that prints the macro: its target (the range) is in
+			// the outer scope, its arguments in the comprehension's. Counted
+			// once, in the expansion above.
+			muted, innerMuted := a.muted, inner.muted
+			a.muted, inner.muted = true, true
+			b.info.SetMacroCall(out.ID(), a.macroCall(call, inner))
+			a.muted, inner.muted = muted, innerMuted
 		}
 	case ast.UnspecifiedExprKind:
 		out = b.fac.NewUnspecifiedExpr(a.ids[e.ID()])

@@ -16,9 +16,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/cel/openapi/resolver"
@@ -195,8 +197,49 @@ func (p part) alwaysPresent(name string) bool {
 			return true
 		}
 	}
+	if p.goType != nil && slices.Contains(validationRequired[p.goType], name) {
+		return true
+	}
 	t := fieldType(p.goType, name)
 	return t != nil && t.Kind() == reflect.Struct
+}
+
+// Enum is the values a string node may hold, when its schema lists them
+// for every kind (the API server's validation of the built-in kinds
+// refuses any other, e.g. a Service's type or a container's
+// imagePullPolicy); nil when it does not.
+func (n Node) Enum() []string {
+	if n.Shape() != String {
+		return nil
+	}
+	var out []string
+	for i, p := range n.parts {
+		if len(p.s.Enum) == 0 {
+			return nil
+		}
+		var vals []string
+		for _, e := range p.s.Enum {
+			v, ok := e.(string)
+			if !ok {
+				return nil
+			}
+			if i == 0 || slices.Contains(out, v) {
+				vals = append(vals, v)
+			}
+		}
+		out = vals
+	}
+	return out
+}
+
+// validationRequired are the fields the API server's validation of the
+// built-in kinds requires to be set (non-empty, so written) though their
+// schema leaves them optional: every container has an image
+// (validateContainerCommon in pkg/apis/core/validation, for containers,
+// init containers and ephemeral containers, in pods and pod templates).
+var validationRequired = map[reflect.Type][]string{
+	reflect.TypeOf(corev1.Container{}):          {"image"},
+	reflect.TypeOf(corev1.EphemeralContainer{}): {"image"},
 }
 
 // Items is a list node's item schema.

@@ -240,3 +240,20 @@ func in(op, k, v string, raw any) (string, error) {
 	list := bind("kl", k+".map(e, "+sprint("e")+")", "("+sameString+") ? "+single+" : "+bind("vl", setVs, "vl != null && "+set))
 	return "(type(" + k + ") == string || " + isNumber(k) + " || type(" + k + ") == bool ? " + scalar + " : type(" + k + ") == list ? " + list + " : false)", nil
 }
+
+var (
+	durationText = regexp.MustCompile(durationRegex)
+	floatText    = regexp.MustCompile(floatRegex)
+)
+
+// IsDurationText says whether Kyverno's operators read the string s as a
+// duration.
+func IsDurationText(s string) bool { return s != "0" && durationText.MatchString(s) }
+
+// IsFloatText says whether Kyverno's operators read the string s as a
+// number (strconv.ParseFloat).
+func IsFloatText(s string) bool { return floatText.MatchString(s) }
+
+// IsRange says whether Kyverno's In operators read the string s as a
+// range ("8000-9000").
+func IsRange(s string) bool { return rangeRegex.MatchString(s) }

@@ -3,6 +3,7 @@ package typed
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -68,6 +69,14 @@ func (t *Translator) read(path, shape string, present bool) {
 	}
 	r := t.reads[path]
 	r.Path, r.Shape, r.Present = path, shape, r.Present || present
+	t.reads[path] = r
+}
+
+// readEnum records that a translation assumed the field at path holds
+// one of enum.
+func (t *Translator) readEnum(path string, enum []string) {
+	r := t.reads[path]
+	r.Enum = enum
 	t.reads[path] = r
 }
 
@@ -162,6 +171,10 @@ type check struct {
 	skip celbuild.Expr
 	bad  celbuild.Expr
 	fail func() celbuild.Expr
+	// failures, when set, is the list of the failure paths of the
+	// failing elements, in Kyverno's order (a list's transformList): a
+	// map's first failure is the first of its children's, concatenated.
+	failures func() celbuild.Expr
 	// leaf is set when ok is a scalar predicate of one value reached
 	// through keys that decide alike when absent: such a check reads as
 	// an optional chain, !c.?securityContext.?privileged.orValue(false).
@@ -172,12 +185,14 @@ type check struct {
 	list *listCheck
 }
 
-// listCheck is target.all(elem, pred); field names the list.
+// listCheck is target.all(elem, pred); field names the list; failuresOn
+// lists the failure paths of the failing elements of a target.
 type listCheck struct {
-	target celbuild.Expr
-	field  string
-	elem   string
-	pred   celbuild.Expr
+	target     celbuild.Expr
+	field      string
+	elem       string
+	pred       celbuild.Expr
+	failuresOn func(target celbuild.Expr) celbuild.Expr
 }
 
 // chain is a scalar predicate on root.keys[0].keys[1]...: absent, when
@@ -338,17 +353,20 @@ func (w *walk) listOfMaps(p map[string]any, v celbuild.Expr, items kubeschema.No
 	if err != nil {
 		return check{}, err
 	}
-	fail := func() celbuild.Expr {
-		return w.b.Index(w.b.TransformList(v, i, e, elem.failed(w.b), elem.fail()), w.b.Int(0))
+	failuresOn := func(target celbuild.Expr) celbuild.Expr {
+		return w.b.TransformList(target, i, e, elem.failed(w.b), elem.fail())
 	}
+	failures := func() celbuild.Expr { return failuresOn(v) }
+	fail := func() celbuild.Expr { return w.b.Index(failures(), w.b.Int(0)) }
 	if elem.skip == nil {
-		return check{ok: w.b.All(v, e, elem.ok), fail: fail, list: &listCheck{target: v, field: lastField(rp), elem: e, pred: elem.ok}}, nil
+		return check{ok: w.b.All(v, e, elem.ok), fail: fail, failures: failures,
+			list: &listCheck{target: v, field: lastField(rp), elem: e, pred: elem.ok, failuresOn: failuresOn}}, nil
 	}
 	// validateArrayOfMaps: the first element that fails fails the list;
 	// an element that skips is passed over; all skipping skips it.
 	bad := w.b.Exists(v, e, elem.failed(w.b))
 	skip := w.b.And(w.b.Compare(">", w.b.Size(v), w.b.Int(0)), w.b.All(v, e, elem.skip))
-	return check{ok: w.b.And(w.b.Not(bad), w.b.Not(skip)), skip: skip, bad: bad, fail: fail}, nil
+	return check{ok: w.b.And(w.b.Not(bad), w.b.Not(skip)), skip: skip, bad: bad, fail: fail, failures: failures}, nil
 }
 
 // lastField is the last field name of a schema path.
@@ -402,6 +420,27 @@ func (w *walk) firstFailure(checks []check) check {
 		return out
 	}
 	out := check{ok: w.b.And(oks...), fail: fail}
+	if slices.ContainsFunc(failing, func(c check) bool { return c.failures != nil }) {
+		// Lists among the checks: the first failure is the first of the
+		// checks' failures, concatenated in order.
+		out.failures = func() celbuild.Expr {
+			var all celbuild.Expr
+			for _, c := range failing {
+				f := c.failures
+				if f == nil {
+					c := c
+					f = func() celbuild.Expr { return w.b.Ternary(c.failed(w.b), w.b.List(c.fail()), w.b.List()) }
+				}
+				if all == nil {
+					all = f()
+				} else {
+					all = w.b.Add(all, f())
+				}
+			}
+			return all
+		}
+		out.fail = func() celbuild.Expr { return w.b.Index(out.failures(), w.b.Int(0)) }
+	}
 	out.skip, out.bad = w.firstNonOK(kept)
 	return out
 }
@@ -516,7 +555,9 @@ func (w *walk) optional(c check, v celbuild.Expr, key string) check {
 	}
 	if l := c.list; l != nil && w.b.Same(l.target, w.b.Select(v, key)) {
 		target := w.b.OrValue(w.b.OptionalSelect(v, key), w.b.List())
-		return check{ok: w.b.All(target, l.elem, l.pred), fail: c.fail, list: &listCheck{target: target, field: l.field, elem: l.elem, pred: l.pred}}
+		failures := func() celbuild.Expr { return l.failuresOn(target) }
+		return check{ok: w.b.All(target, l.elem, l.pred), fail: c.fail, failures: failures,
+			list: &listCheck{target: target, field: l.field, elem: l.elem, pred: l.pred, failuresOn: l.failuresOn}}
 	}
 	return check{ok: w.b.Or(w.b.Not(w.b.Has(v, key)), c.ok), fail: c.fail}
 }
@@ -589,7 +630,7 @@ func (w *walk) release(name string) { delete(w.names, name) }
 
 // reservedName are the names an admission policy's expressions see.
 var reservedName = map[string]bool{"object": true, "oldObject": true, "request": true, "params": true, "namespaceObject": true,
-	"authorizer": true, "variables": true, "cel": true, "x": true, "in": true}
+	"authorizer": true, "variables": true, "cel": true, "x": true, "v": true, "in": true}
 
 // singular names an element of the list at schema path rp by the last
 // word of its name: spec.initContainers holds a container.

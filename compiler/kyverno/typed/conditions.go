@@ -1,0 +1,543 @@
+package typed
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	kyvernov1 "github.com/kyverno/kyverno/api/kyverno/v1"
+
+	"github.com/admitc/admitc/compiler/kyverno/conditions"
+	"github.com/admitc/admitc/internal/celbuild"
+	"github.com/admitc/admitc/internal/kubeschema"
+	"github.com/admitc/admitc/ir"
+)
+
+// Block is an any/all condition block translated against the schema:
+// Holds when Kyverno's evaluation gives true. MayErr says evaluating it may
+// fail (a strict read of a field that may be missing, Kyverno's "Unknown
+// key"): such a block's parts are kept in Kyverno's order with
+// conditionals, where CEL's || and && would absorb an error.
+type Block struct {
+	Holds  celbuild.Expr
+	MayErr bool
+}
+
+// Conditions translates an any/all block (Kyverno's
+// evaluateAnyAllConditions): the any conditions up to the first that
+// holds, then the all conditions up to the first that does not, an error
+// on the way failing the block; an empty block holds.
+func (t *Translator) Conditions(c kyvernov1.AnyAllConditions, roots Roots) (Block, error) {
+	names := map[string]bool{}
+	var anyOut, allOut *Block
+	if c.AnyConditions != nil {
+		out := Block{Holds: t.b.Bool(false)}
+		for i := len(c.AnyConditions) - 1; i >= 0; i-- {
+			e, mayErr, err := t.condition(c.AnyConditions[i], roots, names)
+			if err != nil {
+				return Block{}, fmt.Errorf("any[%d]: %w", i, err)
+			}
+			if mayErr {
+				out = Block{Holds: t.b.Ternary(e, t.b.Bool(true), out.Holds), MayErr: true}
+			} else {
+				out = Block{Holds: t.b.Or(e, out.Holds), MayErr: out.MayErr}
+			}
+		}
+		anyOut = &out
+	}
+	if len(c.AllConditions) > 0 {
+		var out *Block
+		for i := len(c.AllConditions) - 1; i >= 0; i-- {
+			e, mayErr, err := t.condition(c.AllConditions[i], roots, names)
+			if err != nil {
+				return Block{}, fmt.Errorf("all[%d]: %w", i, err)
+			}
+			switch {
+			case out == nil:
+				out = &Block{Holds: e, MayErr: mayErr}
+			case mayErr:
+				out = &Block{Holds: t.b.Ternary(e, out.Holds, t.b.Bool(false)), MayErr: true}
+			default:
+				out = &Block{Holds: t.b.And(e, out.Holds), MayErr: out.MayErr}
+			}
+		}
+		allOut = out
+	}
+	switch {
+	case anyOut == nil && allOut == nil:
+		return Block{Holds: t.b.Bool(true)}, nil
+	case allOut == nil:
+		return *anyOut, nil
+	case anyOut == nil:
+		return *allOut, nil
+	}
+	// Kyverno evaluates the all block whatever the any block gave.
+	if !allOut.MayErr {
+		return Block{Holds: t.b.And(anyOut.Holds, allOut.Holds), MayErr: anyOut.MayErr}, nil
+	}
+	if !anyOut.MayErr {
+		return Block{Holds: t.b.And(allOut.Holds, anyOut.Holds), MayErr: true}, nil
+	}
+	return Block{Holds: t.b.Ternary(anyOut.Holds, allOut.Holds, t.b.Ternary(allOut.Holds, t.b.Bool(false), t.b.Bool(false))), MayErr: true}, nil
+}
+
+// wholeVariable is the query of a key that is exactly one {{ }} variable.
+func wholeVariable(s string) (string, bool) {
+	if !strings.HasPrefix(s, "{{") || !strings.HasSuffix(s, "}}") || strings.Count(s, "{{") != 1 || strings.Count(s, "}}") != 1 {
+		return "", false
+	}
+	q := strings.TrimSpace(s[2 : len(s)-2])
+	if q == "" || q == "@" || strings.HasPrefix(q, "-") {
+		return "", false
+	}
+	return q, true
+}
+
+// hasVariable says whether a literal holds {{ }} text.
+func hasVariable(v any) bool {
+	data, _ := json.Marshal(v)
+	return strings.Contains(string(data), "{{")
+}
+
+// condition is one condition: its CEL, and whether it may fail.
+func (t *Translator) condition(c kyvernov1.Condition, roots Roots, names map[string]bool) (celbuild.Expr, bool, error) {
+	rawKey, rawVal := c.GetKey(), c.GetValue()
+	if hasVariable(rawVal) {
+		return nil, false, notTyped("a value with {{ }} variables")
+	}
+	o, err := newOperator(string(c.Operator), rawVal)
+	if err != nil {
+		return nil, false, err
+	}
+	s, isString := rawKey.(string)
+	if !isString || !hasVariable(rawKey) {
+		e, err := t.constantCondition(o, rawKey)
+		return e, false, err
+	}
+	q, ok := wholeVariable(s)
+	if !ok {
+		return nil, false, notTyped("a key that is not one {{ }} variable")
+	}
+	v, err := t.query(q, roots, names)
+	if err != nil {
+		return nil, false, err
+	}
+	switch v.kind {
+	case qNull:
+		// A null key: every operator is false.
+		return t.b.Bool(false), false, nil
+	case qLit:
+		e, err := t.constantCondition(o, v.lit)
+		return e, false, err
+	case qScalar:
+		pred, err := o.scalar(v.scalar.shape, v.scalar.plain)
+		if err != nil {
+			return nil, false, err
+		}
+		e, err := t.apply(pred, v.scalar.expr)
+		return e, v.scalar.mayErr, err
+	case qPath:
+		if v.path.shape() == kubeschema.List {
+			return t.listCondition(o, v, names)
+		}
+		return t.pathCondition(o, v.path)
+	case qList:
+		return t.listCondition(o, v, names)
+	}
+	return nil, false, notTyped("a key of this kind")
+}
+
+// constantCondition is a condition on a literal key, evaluated now.
+func (t *Translator) constantCondition(o operator, key any) (celbuild.Expr, error) {
+	fresh := 0
+	k, err := conditions.Value(key, conditions.Scope{}, &fresh)
+	if err != nil {
+		return nil, notTyped("the key: %v", err)
+	}
+	exact, err := conditions.Operator(o.op, k, o.val, key, o.raw)
+	if err != nil {
+		return nil, notTyped("%v", err)
+	}
+	got, err := evalBool(exact, "x", nil)
+	if err != nil {
+		return nil, notTyped("a literal condition that fails: %v", err)
+	}
+	return t.b.Bool(got), nil
+}
+
+// apply is the predicate text pred over x applied to value.
+func (t *Translator) apply(pred string, value celbuild.Expr) (celbuild.Expr, error) {
+	e, err := t.b.Parse(pred)
+	if err != nil {
+		return nil, notTyped("predicate %s: %v", pred, err)
+	}
+	return t.b.Substitute(e, "x", value), nil
+}
+
+// pathCondition is an operator on a scalar field.
+func (t *Translator) pathCondition(o operator, p *qpath) (celbuild.Expr, bool, error) {
+	shape := p.shape()
+	pred, err := o.scalar(shape, p.plain)
+	if err != nil {
+		return nil, false, err
+	}
+	value := p.expr(t.b)
+	if p.strict {
+		e, err := t.apply(pred, value)
+		return e, p.mayErr(), err
+	}
+	// A missing value is null, or the `|| literal`; so is a false-like one.
+	var absent any
+	if p.hasDflt {
+		absent = p.dflt
+	}
+	exact, err := o.exact()
+	if err != nil {
+		return nil, false, err
+	}
+	absentHolds, err := evalBool(exact, "x", absent)
+	if err != nil {
+		return nil, false, notTyped("the operator on the default: %v", err)
+	}
+	present := p.present(t.b)
+	onValue, err := t.apply(pred, value)
+	if err != nil {
+		return nil, false, err
+	}
+	var falsy any
+	if p.hasDflt {
+		switch shape {
+		case kubeschema.String:
+			falsy = ""
+		case kubeschema.Boolean:
+			falsy = false
+		}
+	}
+	if falsy != nil {
+		if got, err := evalBool(pred, "x", falsy); err != nil || got != absentHolds {
+			// A false-like value takes the default, which decides otherwise.
+			notFalsy := t.b.Ne(value, t.b.Literal(literalOf(falsy)))
+			present = andMaybe(t.b, present, notFalsy)
+			return t.presentOr(present, onValue, absentHolds), false, nil
+		}
+	}
+	if present == nil {
+		return onValue, false, nil
+	}
+	// The value as an optional chain, with a default the predicate decides
+	// as a missing value is decided.
+	if opt, ok := p.optional(t.b); ok {
+		for _, d := range defaultsOf(shape, absent) {
+			if got, err := evalBool(pred, "x", d); err == nil && got == absentHolds {
+				e, err := t.apply(pred, t.b.OrValue(opt, t.b.Literal(literalOf(d))))
+				return e, false, err
+			}
+		}
+	}
+	return t.presentOr(present, onValue, absentHolds), false, nil
+}
+
+// presentOr is onValue when present holds, else absent.
+func (t *Translator) presentOr(present, onValue celbuild.Expr, absent bool) celbuild.Expr {
+	if absent {
+		return t.b.Or(t.b.Not(present), onValue)
+	}
+	return t.b.And(present, onValue)
+}
+
+// defaultsOf are the literals of a shape that could stand for a missing
+// value: the shape's zero, both booleans, the `|| literal`.
+func defaultsOf(shape kubeschema.Shape, dflt any) []any {
+	var out []any
+	switch shape {
+	case kubeschema.String:
+		out = append(out, "")
+		if s, ok := dflt.(string); ok && s != "" {
+			out = append(out, s)
+		}
+	case kubeschema.Integer:
+		out = append(out, int64(0))
+		if n, ok := dflt.(float64); ok && n == float64(int64(n)) {
+			out = append(out, int64(n))
+		}
+	case kubeschema.Boolean:
+		out = append(out, false, true)
+	}
+	return out
+}
+
+// listCondition is an operator on a list: a projection, or a list field.
+func (t *Translator) listCondition(o operator, v qval, names map[string]bool) (celbuild.Expr, bool, error) {
+	mayErr := false
+	var list *qlist
+	var optSrc celbuild.Expr
+	switch v.kind {
+	case qPath:
+		p := v.path
+		q := &query{t: t, b: t.b, names: names}
+		if p.hasDflt {
+			if l, ok := p.dflt.([]any); !ok || len(l) != 0 {
+				return nil, false, notTyped("a list key defaulting to %v", p.dflt)
+			}
+			bare := *p
+			bare.hasDflt, bare.dflt = false, nil
+			l, err := q.asList(qval{kind: qPath, path: &bare})
+			if err != nil || l == nil {
+				return nil, false, notTyped("a list key: %v", err)
+			}
+			opt, _ := p.optional(t.b)
+			if l.null != nil {
+				l.gens[0].src = t.b.OrValue(opt, t.b.List())
+			}
+			list = &qlist{gens: l.gens, elem: l.elem}
+			break
+		}
+		l, err := q.asList(v)
+		if err != nil || l == nil {
+			return nil, false, notTyped("a list key: %v", err)
+		}
+		list = l
+		if p.strict {
+			// A strict read of a missing list fails, as in Kyverno.
+			mayErr, list.null = p.mayErr(), nil
+		} else if list.null != nil {
+			opt, _ := p.optional(t.b)
+			optSrc = t.b.OrValue(opt, t.b.List())
+		}
+	case qList:
+		list = v.list
+		if list.mayErr {
+			// exists() and all() would absorb an element's error.
+			return nil, false, notTyped("a filter that may fail in a list key")
+		}
+	}
+	elem := list.elem
+	var shape kubeschema.Shape
+	var value, present celbuild.Expr
+	plain := false
+	switch elem.kind {
+	case qPath:
+		shape, value, present, plain = elem.path.shape(), elem.path.expr(t.b), elem.path.present(t.b), elem.path.plain
+	case qScalar:
+		shape, value, plain = elem.scalar.shape, elem.scalar.expr, elem.scalar.plain
+	default:
+		return nil, false, notTyped("a list of this kind")
+	}
+	pred, all, err := o.list(shape, plain)
+	if err != nil {
+		return nil, false, err
+	}
+	if pred == "true" || pred == "false" {
+		return t.presentOr(negate(t.b, list.null), t.b.Bool(pred == "true"), false), mayErr, nil
+	}
+	body, err := t.apply(pred, value)
+	if err != nil {
+		return nil, false, err
+	}
+	if present != nil {
+		if all {
+			body = t.b.Or(t.b.Not(present), body)
+		} else {
+			body = t.b.And(present, body)
+		}
+	}
+	for i := len(list.gens) - 1; i >= 0; i-- {
+		g := list.gens[i]
+		if g.filter != nil {
+			if all {
+				body = t.b.Or(t.b.Not(g.filter), body)
+			} else {
+				body = t.b.And(g.filter, body)
+			}
+		}
+		src := g.src
+		if i == 0 && !all && optSrc != nil {
+			src = optSrc
+		}
+		if all {
+			body = t.b.All(src, g.v, body)
+		} else {
+			body = t.b.Exists(src, g.v, body)
+		}
+	}
+	if list.null != nil && (all || optSrc == nil) {
+		body = t.b.And(t.b.Not(list.null), body)
+	}
+	return body, mayErr, nil
+}
+
+// literalOf is a Go scalar as a CEL value.
+func literalOf(v any) ref.Val {
+	switch t := v.(type) {
+	case string:
+		return types.String(t)
+	case bool:
+		return types.Bool(t)
+	case int64:
+		return types.Int(t)
+	}
+	return types.NullValue
+}
+
+// LeadingOperations splits off a block's leading conditions on
+// request.operation (the first all conditions, or a lone any condition):
+// the operations among ops for which they hold, and the rest of the
+// block. Kyverno evaluates them first, so an operation they rule out is
+// one the rule never evaluates the rest on.
+func (t *Translator) LeadingOperations(c kyvernov1.AnyAllConditions, ops []ir.Operation) ([]ir.Operation, kyvernov1.AnyAllConditions, error) {
+	rest := c
+	list := c.AllConditions
+	lone := c.AnyConditions != nil && len(c.AnyConditions) == 1 && len(c.AllConditions) == 0
+	switch {
+	case lone:
+		list = c.AnyConditions
+	case c.AnyConditions != nil:
+		return ops, c, nil
+	}
+	kept := ops
+	n := 0
+	for _, cond := range list {
+		holds, ok, err := t.operationCondition(cond)
+		if err != nil {
+			return nil, c, err
+		}
+		if !ok {
+			break
+		}
+		kept = slices.DeleteFunc(slices.Clone(kept), func(op ir.Operation) bool { return !holds[op] })
+		n++
+	}
+	if lone && n == 1 {
+		rest = kyvernov1.AnyAllConditions{}
+	} else if !lone {
+		rest.AllConditions = list[n:]
+	}
+	return kept, rest, nil
+}
+
+// operationCondition says whether a condition tests request.operation
+// against a literal, and for which operations it holds.
+func (t *Translator) operationCondition(c kyvernov1.Condition) (map[ir.Operation]bool, bool, error) {
+	s, ok := c.GetKey().(string)
+	if !ok || hasVariable(c.GetValue()) {
+		return nil, false, nil
+	}
+	q, ok := wholeVariable(s)
+	if !ok {
+		return nil, false, nil
+	}
+	v, err := t.query(q, Roots{Operation: t.b.Ident("op")}, map[string]bool{})
+	if err != nil || v.kind != qScalar || !v.scalar.plain {
+		return nil, false, nil
+	}
+	o, err := newOperator(string(c.Operator), c.GetValue())
+	if err != nil {
+		return nil, false, nil
+	}
+	exact, err := o.exact()
+	if err != nil {
+		return nil, false, nil
+	}
+	out := map[ir.Operation]bool{}
+	for _, op := range []ir.Operation{ir.Create, ir.Update, ir.Delete, ir.Connect} {
+		got, err := evalBool(exact, "x", string(op))
+		if err != nil {
+			return nil, false, nil
+		}
+		out[op] = got
+	}
+	return out, true, nil
+}
+
+// Message is a message with {{ }} variables as Kyverno substitutes them
+// (a string as itself, a number or boolean as its JSON text), each
+// variable a field the schema fixes as a string, an integer or a
+// boolean. A strict read of a missing field fails the expression, and the
+// policy's static message is used, as Kyverno falls back to the message
+// as written when substitution fails.
+func (t *Translator) Message(text string, roots Roots) (celbuild.Expr, error) {
+	if strings.Contains(text, `\{{`) {
+		return nil, notTyped("an escaped {{ in the message")
+	}
+	var out celbuild.Expr
+	add := func(e celbuild.Expr) {
+		if out == nil {
+			out = e
+		} else {
+			out = t.b.Add(out, e)
+		}
+	}
+	names := map[string]bool{}
+	rest := text
+	for {
+		start := strings.Index(rest, "{{")
+		if start < 0 {
+			break
+		}
+		end := strings.Index(rest[start:], "}}")
+		if end < 0 {
+			return nil, notTyped("an unclosed {{ in the message")
+		}
+		end += start + 2
+		q, ok := wholeVariable(rest[start:end])
+		if !ok {
+			return nil, notTyped("the variable %s in the message", rest[start:end])
+		}
+		v, err := t.query(q, roots, names)
+		if err != nil {
+			return nil, err
+		}
+		e, err := t.messageText(v)
+		if err != nil {
+			return nil, err
+		}
+		if start > 0 {
+			add(t.b.String(rest[:start]))
+		}
+		add(e)
+		rest = rest[end:]
+	}
+	if rest != "" {
+		add(t.b.String(rest))
+	}
+	if out == nil {
+		return t.b.String(""), nil
+	}
+	return out, nil
+}
+
+// messageText is the text Kyverno writes for a value in a message.
+func (t *Translator) messageText(v qval) (celbuild.Expr, error) {
+	var value celbuild.Expr
+	var shape kubeschema.Shape
+	switch v.kind {
+	case qScalar:
+		value, shape = v.scalar.expr, v.scalar.shape
+	case qPath:
+		p := v.path
+		shape = p.shape()
+		switch {
+		case p.strict:
+			value = p.expr(t.b)
+		case p.hasDflt && shape == kubeschema.String && p.dflt == "":
+			opt, _ := p.optional(t.b)
+			value = t.b.OrValue(opt, t.b.String(""))
+		case !p.hasDflt && p.present(t.b) == nil:
+			value = p.expr(t.b)
+		default:
+			return nil, notTyped("a message variable that may be null")
+		}
+	default:
+		return nil, notTyped("a message variable of this kind")
+	}
+	switch shape {
+	case kubeschema.String:
+		return value, nil
+	case kubeschema.Integer, kubeschema.Boolean:
+		return t.b.Call("string", value), nil
+	}
+	return nil, notTyped("a message variable of shape %s", shape)
+}

@@ -1,0 +1,124 @@
+package typed
+
+import (
+	"github.com/admitc/admitc/internal/celbuild"
+	"github.com/admitc/admitc/internal/kubeschema"
+)
+
+// Loop is a foreach entry's list read against the schema: the elements
+// Kyverno iterates, as comprehensions over the object's lists. Kyverno
+// queries the list on the object as it is (null on DELETE); a key it
+// cannot resolve skips the entry, as an absent list iterates nothing
+// here, and a null element is skipped.
+type Loop struct {
+	b    *celbuild.Builder
+	gens []qgen
+	elem *qpath
+	// null is when the list is null (nil: never): no element.
+	null celbuild.Expr
+}
+
+// ForEachList reads a foreach entry's list query.
+func (t *Translator) ForEachList(text string, roots Roots) (*Loop, error) {
+	names := map[string]bool{}
+	v, err := t.query(text, roots, names)
+	if err != nil {
+		return nil, err
+	}
+	q := &query{t: t, b: t.b, roots: roots, text: text, names: names}
+	var list *qlist
+	switch v.kind {
+	case qPath:
+		p := v.path
+		if p.hasDflt || p.shape() != kubeschema.List {
+			return nil, q.refuse("a foreach list that is not a list field")
+		}
+		bare := *p
+		bare.strict = false
+		l, err := q.asList(qval{kind: qPath, path: &bare})
+		if err != nil || l == nil {
+			return nil, q.refuse("the foreach list: %v", err)
+		}
+		if l.null != nil {
+			// A missing list (or a key on its way) iterates nothing.
+			opt, _ := p.optional(t.b)
+			l.gens[0].src = t.b.OrValue(opt, t.b.List())
+		}
+		list = l
+	case qList:
+		list = v.list
+		if list.mayErr {
+			return nil, q.refuse("a foreach list whose filter may fail")
+		}
+	default:
+		return nil, q.refuse("a foreach list of this kind")
+	}
+	if list.elem.kind != qPath || list.elem.path.hasDflt {
+		return nil, q.refuse("foreach elements of this kind")
+	}
+	out := &Loop{b: t.b, gens: list.gens, elem: list.elem.path, null: list.null}
+	if present := out.elem.present(t.b); present != nil {
+		out.gens = (&qlist{gens: list.gens}).filtered(t.b, present).gens
+	}
+	return out, nil
+}
+
+// Element is the loop's element, the root of an entry's checks.
+func (l *Loop) Element() Root {
+	paths := l.elem.schemaPaths()
+	var known []string
+	if len(l.elem.keys) == 0 {
+		known = l.elem.known
+	}
+	return Root{Expr: l.elem.expr(l.b), Node: l.elem.final(), Path: paths[0], Aliases: paths[1:], Known: known}
+}
+
+// Exists is true when pred (over Element) holds for an element.
+func (l *Loop) Exists(pred celbuild.Expr) celbuild.Expr { return l.over(pred, false) }
+
+// All is true when pred holds for every element.
+func (l *Loop) All(pred celbuild.Expr) celbuild.Expr { return l.over(pred, true) }
+
+func (l *Loop) over(pred celbuild.Expr, all bool) celbuild.Expr {
+	body := pred
+	for i := len(l.gens) - 1; i >= 0; i-- {
+		g := l.gens[i]
+		if g.filter != nil {
+			if all {
+				body = l.b.Or(l.b.Not(g.filter), body)
+			} else {
+				body = l.b.And(g.filter, body)
+			}
+		}
+		if all {
+			body = l.b.All(g.src, g.v, body)
+		} else {
+			body = l.b.Exists(g.src, g.v, body)
+		}
+	}
+	if l.null != nil {
+		if all {
+			return l.b.Or(l.null, body)
+		}
+		return l.b.And(l.b.Not(l.null), body)
+	}
+	return body
+}
+
+// First is the first element for which pred holds (an error when none
+// does), in Kyverno's order; nil when the elements come from nested lists.
+func (l *Loop) First(pred celbuild.Expr) celbuild.Expr {
+	if len(l.gens) != 1 || l.null != nil {
+		return nil
+	}
+	g := l.gens[0]
+	keep := pred
+	if g.filter != nil {
+		keep = l.b.And(g.filter, pred)
+	}
+	first := l.b.Index(l.b.Filter(g.src, g.v, keep), l.b.Int(0))
+	return l.b.Substitute(l.Element().Expr, g.v, first)
+}
+
+// Var is the element variable of the innermost list.
+func (l *Loop) Var() string { return l.gens[len(l.gens)-1].v }

@@ -1,0 +1,882 @@
+package typed
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	gojmespath "github.com/kyverno/go-jmespath"
+
+	"github.com/admitc/admitc/internal/celbuild"
+	"github.com/admitc/admitc/internal/kubeschema"
+	"github.com/admitc/admitc/ir"
+)
+
+// A condition's JMESPath query read against the schema: the subset the
+// typed translation takes, with the semantics of Kyverno's go-jmespath
+// fork as the exact translation (compiler/kyverno/conditions) lowers
+// them, restricted to values shaped as the schema says. A field read on
+// the query's strict path (not inside a projection, a function, `||`)
+// is an error when missing, as CEL's field selection is; elsewhere a
+// missing field is null. A projection drops the nulls its right side
+// gives; `x[]` is the projection of x flattened, so a query such as
+// spec.[initContainers, containers][].ports[].hostPort is the host
+// ports of every container's ports, read as nested comprehensions.
+
+// Roots are what a condition block's queries read.
+type Roots struct {
+	// Object is what request.object reads, of schema Node; nil when the
+	// queries may not read it.
+	Object celbuild.Expr
+	Node   kubeschema.Node
+	// Operation is what request.operation reads (a string).
+	Operation celbuild.Expr
+	// Element is what element reads in a foreach (nil outside one).
+	Element *Root
+}
+
+// Root is a value of a known schema: Path is its schema path for the
+// reads ("" for the object, "spec.containers[]" for a container).
+type Root struct {
+	Expr celbuild.Expr
+	Node kubeschema.Node
+	Path string
+	// Aliases are its other schema paths (an element of concatenated
+	// lists is an element of each).
+	Aliases []string
+	// Known are its fields known to be present.
+	Known []string
+}
+
+type qkind int
+
+const (
+	qNull qkind = iota
+	qLit
+	qPath
+	qScalar
+	qList
+	qMulti
+	qPseudo
+)
+
+// qval is a query's value as the translation knows it.
+type qval struct {
+	kind   qkind
+	lit    any
+	path   *qpath
+	scalar *qscalar
+	list   *qlist
+	multi  []qval
+	pseudo string
+	// multiBase is the value a multi-select list was applied to.
+	multiBase *qpath
+}
+
+// qpath is a value read from a root through keys: present when every key
+// is (a strict read errs instead), with `|| literal` its default.
+type qpath struct {
+	root celbuild.Expr
+	node kubeschema.Node
+	rp   string
+	// aliases are the root's other schema paths: an element of
+	// concatenated lists is an element of each.
+	aliases []string
+	// known are fields of the root known to be present (a filter kept
+	// only the elements that have them).
+	known []string
+	keys    []string
+	nodes  []kubeschema.Node
+	always []bool
+	strict bool
+	// dflt, when hasDflt, is the `|| literal` that replaces a value that
+	// is null or false-like.
+	dflt    any
+	hasDflt bool
+	// plain says the value never holds a wildcard character: its schema
+	// lists the values it may hold, none with one.
+	plain bool
+}
+
+// qscalar is a computed value: never null.
+type qscalar struct {
+	expr  celbuild.Expr
+	shape kubeschema.Shape
+	// plain says the value never holds a wildcard character (an
+	// operation), so it matches a value only as itself.
+	plain bool
+	// mayErr says computing it may fail (a function given null).
+	mayErr bool
+}
+
+// qlist is a projection: the non-null values of elem for every element of
+// the nested generators, null as a whole when null is (nil: never).
+type qlist struct {
+	gens []qgen
+	elem qval
+	null celbuild.Expr
+	// optSrc is the first list as an optional chain or [] when null is
+	// set: the list without its null.
+	optSrc celbuild.Expr
+	// mayErr says a filter may fail (a function given null).
+	mayErr bool
+}
+
+// qgen iterates v over src (in the enclosing generator's scope), keeping
+// the elements filter holds for (nil: all).
+type qgen struct {
+	src    celbuild.Expr
+	v      string
+	filter celbuild.Expr
+}
+
+// shape is the schema shape of the value a path reads.
+func (p *qpath) shape() kubeschema.Shape { return p.final().Shape() }
+
+func (p *qpath) final() kubeschema.Node {
+	if len(p.nodes) == 0 {
+		return p.node
+	}
+	return p.nodes[len(p.nodes)-1]
+}
+
+// schemaPath is the schema path of the value a path reads.
+func (p *qpath) schemaPath() string {
+	rp := p.rp
+	for _, k := range p.keys {
+		rp = ir.SchemaPath(rp, k)
+	}
+	return rp
+}
+
+// schemaPaths are the schema paths of the value, from each of the
+// root's paths.
+func (p *qpath) schemaPaths() []string {
+	var out []string
+	for _, root := range append([]string{p.rp}, p.aliases...) {
+		rp := root
+		for _, k := range p.keys {
+			rp = ir.SchemaPath(rp, k)
+		}
+		out = append(out, rp)
+	}
+	return out
+}
+
+// read records a read of the value's field key (suffix "[]": its items)
+// at every schema path of the value.
+func (q *query) read(p *qpath, key, shape string, present bool, enum []string) {
+	for _, base := range p.schemaPaths() {
+		rp := base + "[]"
+		if key != "[]" {
+			rp = ir.SchemaPath(base, key)
+		}
+		q.t.read(rp, shape, present)
+		if len(enum) > 0 {
+			q.t.readEnum(rp, enum)
+		}
+	}
+}
+
+// expr selects the value (each key assumed present).
+func (p *qpath) expr(b *celbuild.Builder) celbuild.Expr {
+	e := p.root
+	for _, k := range p.keys {
+		e = b.Select(e, k)
+	}
+	return e
+}
+
+// present is when every key is present (nil: always).
+func (p *qpath) present(b *celbuild.Builder) celbuild.Expr {
+	var conds []celbuild.Expr
+	e := p.root
+	for i, k := range p.keys {
+		if !p.always[i] {
+			conds = append(conds, b.Has(e, k))
+		}
+		e = b.Select(e, k)
+	}
+	if len(conds) == 0 {
+		return nil
+	}
+	return b.And(conds...)
+}
+
+// optional is the value as an optional chain: plain selections up to the
+// first key that may be missing, optional ones from there.
+func (p *qpath) optional(b *celbuild.Builder) (celbuild.Expr, bool) {
+	e := p.root
+	opt := false
+	for i, k := range p.keys {
+		if opt || !p.always[i] {
+			e = b.OptionalSelect(e, k)
+			opt = true
+			continue
+		}
+		e = b.Select(e, k)
+	}
+	return e, opt
+}
+
+// mayErr says a strict read may fail (a key that may be missing).
+func (p *qpath) mayErr() bool {
+	if !p.strict {
+		return false
+	}
+	for _, a := range p.always {
+		if !a {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *qpath) with(key string, n kubeschema.Node, always bool) *qpath {
+	out := *p
+	out.plain, out.known = false, nil
+	out.keys = append(append([]string(nil), p.keys...), key)
+	out.nodes = append(append([]kubeschema.Node(nil), p.nodes...), n)
+	out.always = append(append([]bool(nil), p.always...), always)
+	return &out
+}
+
+// query lowers one JMESPath query.
+type query struct {
+	t     *Translator
+	b     *celbuild.Builder
+	roots Roots
+	text  string
+	names map[string]bool
+}
+
+func (q *query) refuse(format string, args ...any) error {
+	return notTyped("JMESPath %q: %s", q.text, fmt.Sprintf(format, args...))
+}
+
+// Query lowers the JMESPath query text against roots.
+func (t *Translator) query(text string, roots Roots, names map[string]bool) (qval, error) {
+	node, err := gojmespath.NewParser().Parse(text)
+	if err != nil {
+		return qval{}, notTyped("JMESPath %q does not parse: %v", text, err)
+	}
+	q := &query{t: t, b: t.b, roots: roots, text: text, names: names}
+	v, err := q.node(node, qval{kind: qPseudo, pseudo: "$"}, true)
+	if err != nil {
+		return qval{}, err
+	}
+	if v.kind == qPseudo || v.kind == qMulti {
+		return qval{}, q.refuse("not a value")
+	}
+	return v, nil
+}
+
+func (q *query) fresh(base string) string {
+	name := base
+	for i := 2; q.names[name] || reservedName[name]; i++ {
+		name = base + strconv.Itoa(i)
+	}
+	q.names[name] = true
+	return name
+}
+
+func (q *query) node(n gojmespath.ASTNode, cur qval, strict bool) (qval, error) {
+	switch n.NodeType {
+	case gojmespath.ASTField:
+		return q.field(cur, n.Value.(string), strict)
+	case gojmespath.ASTSubexpression:
+		if n.Children[1].NodeType == gojmespath.ASTFunctionExpression {
+			return qval{}, q.refuse("a function applied to a selection")
+		}
+		left, err := q.node(n.Children[0], cur, strict)
+		if err != nil {
+			return qval{}, err
+		}
+		return q.node(n.Children[1], left, strict)
+	case gojmespath.ASTCurrentNode, gojmespath.ASTIdentity:
+		return cur, nil
+	case gojmespath.ASTLiteral:
+		return qval{kind: qLit, lit: n.Value}, nil
+	case gojmespath.ASTProjection, gojmespath.ASTFilterProjection:
+		return q.projection(n, cur)
+	case gojmespath.ASTMultiSelectList:
+		return q.multiSelect(n, cur)
+	case gojmespath.ASTOrExpression:
+		return q.or(n, cur)
+	case gojmespath.ASTFunctionExpression:
+		return q.function(n, cur)
+	}
+	return qval{}, q.refuse("%s", strings.TrimPrefix(n.NodeType.String(), "AST"))
+}
+
+// field is a key of cur.
+func (q *query) field(cur qval, key string, strict bool) (qval, error) {
+	if strings.Contains(key, "__admitc") {
+		return qval{}, q.refuse("a nested variable")
+	}
+	switch cur.kind {
+	case qPseudo:
+		return q.rootField(cur.pseudo, key)
+	case qNull, qList, qScalar:
+		// A field of null, of a list or of a scalar is null.
+		if cur.kind == qScalar && cur.scalar.shape == kubeschema.Object {
+			return qval{}, q.refuse("a field of a computed object")
+		}
+		return qval{kind: qNull}, nil
+	case qLit:
+		if m, ok := cur.lit.(map[string]any); ok {
+			if v, ok := m[key]; ok {
+				return qval{kind: qLit, lit: v}, nil
+			}
+			if strict {
+				return qval{}, q.refuse("a key missing from a literal")
+			}
+		}
+		return qval{kind: qNull}, nil
+	case qPath:
+		p := cur.path
+		if p.hasDflt {
+			return qval{}, q.refuse("a field of a defaulted value")
+		}
+		n := p.final()
+		rp := ir.SchemaPath(p.schemaPath(), key)
+		switch n.Shape() {
+		case kubeschema.Object:
+			child, ok := n.Field(key)
+			if !ok {
+				q.read(p, key, ir.SchemaAbsent, false, nil)
+				if strict {
+					return qval{}, q.refuse("%s is not a field of the schema", rp)
+				}
+				return qval{kind: qNull}, nil
+			}
+			if child.Shape() == kubeschema.Unknown {
+				return qval{}, q.refuse("the schema does not say what %s holds", rp)
+			}
+			always := n.AlwaysPresent(key) || len(p.keys) == 0 && slices.Contains(p.known, key)
+			out := p.with(key, child, always)
+			out.strict = strict
+			enum := child.Enum()
+			if len(enum) > 0 && !slices.ContainsFunc(enum, func(v string) bool { return strings.ContainsAny(v, "*?") }) {
+				out.plain = true
+			} else {
+				enum = nil
+			}
+			q.read(p, key, child.Shape().String(), always, enum)
+			return qval{kind: qPath, path: out}, nil
+		case kubeschema.Map:
+			child := n.Values()
+			if child.Shape() == kubeschema.Unknown {
+				return qval{}, q.refuse("the schema does not say what %s holds", rp)
+			}
+			q.read(p, key, child.Shape().String(), false, nil)
+			out := p.with(key, child, false)
+			out.strict = strict
+			return qval{kind: qPath, path: out}, nil
+		case kubeschema.Unknown, kubeschema.IntOrString:
+			return qval{}, q.refuse("the schema does not say what %s holds", p.schemaPath())
+		}
+		return qval{kind: qNull}, nil
+	}
+	return qval{}, q.refuse("a field of a multi-select list")
+}
+
+// rootField resolves the names of Kyverno's context.
+func (q *query) rootField(pseudo, key string) (qval, error) {
+	switch pseudo + "." + key {
+	case "$.request":
+		return qval{kind: qPseudo, pseudo: "request"}, nil
+	case "$.element":
+		if e := q.roots.Element; e != nil {
+			return qval{kind: qPath, path: &qpath{root: e.Expr, node: e.Node, rp: e.Path, aliases: e.Aliases, known: e.Known, strict: true}}, nil
+		}
+	case "request.object":
+		if q.roots.Object != nil {
+			return qval{kind: qPath, path: &qpath{root: q.roots.Object, node: q.roots.Node, strict: true}}, nil
+		}
+	case "request.operation":
+		if q.roots.Operation != nil {
+			return qval{kind: qScalar, scalar: &qscalar{expr: q.roots.Operation, shape: kubeschema.String, plain: true}}, nil
+		}
+	case "request.namespace":
+		// A namespace name holds no wildcard character ("" for a
+		// cluster-scoped object).
+		ns := q.b.Field(q.b.Ident("request"), "namespace")
+		return qval{kind: qScalar, scalar: &qscalar{expr: ns, shape: kubeschema.String, plain: true}}, nil
+	}
+	return qval{}, q.refuse("%s.%s is not read by the typed translation", pseudo, key)
+}
+
+// projection is ASTProjection (and x[], the projection of x flattened)
+// and ASTFilterProjection.
+func (q *query) projection(n gojmespath.ASTNode, cur qval) (qval, error) {
+	var src qval
+	var err error
+	if n.Children[0].NodeType == gojmespath.ASTFlatten {
+		src, err = q.flatten(n.Children[0], cur)
+	} else {
+		src, err = q.node(n.Children[0], cur, false)
+	}
+	if err != nil {
+		return qval{}, err
+	}
+	list, err := q.asList(src)
+	if err != nil || list == nil {
+		return qval{kind: qNull}, err
+	}
+	if n.NodeType == gojmespath.ASTFilterProjection {
+		cond, err := q.node(n.Children[2], list.elem, false)
+		if err != nil {
+			return qval{}, err
+		}
+		truthy, err := q.truthy(cond)
+		if err != nil {
+			return qval{}, err
+		}
+		list = list.filtered(q.b, truthy)
+		list.mayErr = list.mayErr || cond.kind == qScalar && cond.scalar.mayErr
+		if e := list.elem; cond.kind == qPath && e.kind == qPath && len(cond.path.keys) == len(e.path.keys)+1 && q.b.Same(cond.path.root, e.path.root) {
+			// [?field] keeps the elements that have the field.
+			known := *e.path
+			known.known = append(slices.Clone(known.known), cond.path.keys[len(cond.path.keys)-1])
+			list.elem = qval{kind: qPath, path: &known}
+		}
+	}
+	right, err := q.node(n.Children[1], list.elem, false)
+	if err != nil {
+		return qval{}, err
+	}
+	if right.kind == qPseudo || right.kind == qMulti || right.kind == qLit || right.kind == qList {
+		return qval{}, q.refuse("a projection onto a literal, a list of lists or a multi-select list")
+	}
+	if right.kind == qNull {
+		return qval{}, q.refuse("a projection onto a field no element has")
+	}
+	out := *list
+	out.elem = right
+	return qval{kind: qList, list: &out}, nil
+}
+
+// asList is a value as the elements a projection iterates (nil: the
+// projection is null).
+func (q *query) asList(v qval) (*qlist, error) {
+	switch v.kind {
+	case qNull:
+		return nil, nil
+	case qList:
+		l := v.list
+		if l.elem.kind == qPath {
+			if present := l.elem.path.present(q.b); present != nil {
+				l = l.filtered(q.b, present)
+			}
+		}
+		return l, nil
+	case qPath:
+		p := v.path
+		if p.hasDflt {
+			return nil, q.refuse("a projection of a defaulted value")
+		}
+		if p.shape() != kubeschema.List {
+			// A projection of anything but a list is null.
+			return nil, nil
+		}
+		items := p.final().Items()
+		if items.Shape() == kubeschema.Unknown {
+			return nil, q.refuse("the schema does not say what %s holds", p.schemaPath())
+		}
+		q.read(p, "[]", items.Shape().String(), false, nil)
+		var aliases []string
+		for _, a := range p.schemaPaths()[1:] {
+			aliases = append(aliases, a+"[]")
+		}
+		name := q.fresh(singular(p.schemaPath()))
+		return &qlist{
+			gens: []qgen{{src: p.expr(q.b), v: name}},
+			elem:   qval{kind: qPath, path: &qpath{root: q.b.Ident(name), node: items, rp: p.schemaPath() + "[]", aliases: aliases}},
+			null:   negate(q.b, p.present(q.b)),
+			optSrc: optionalList(q.b, p),
+		}, nil
+	}
+	return nil, q.refuse("a projection of a computed value")
+}
+
+// optionalList is the list a path reads as an optional chain, or [].
+func optionalList(b *celbuild.Builder, p *qpath) celbuild.Expr {
+	opt, ok := p.optional(b)
+	if !ok {
+		return p.expr(b)
+	}
+	return b.OrValue(opt, b.List())
+}
+
+func negate(b *celbuild.Builder, e celbuild.Expr) celbuild.Expr {
+	if e == nil {
+		return nil
+	}
+	return b.Not(e)
+}
+
+// filtered is l keeping the elements cond holds for.
+func (l *qlist) filtered(b *celbuild.Builder, cond celbuild.Expr) *qlist {
+	out := *l
+	out.gens = append([]qgen(nil), l.gens...)
+	last := &out.gens[len(out.gens)-1]
+	if last.filter == nil {
+		last.filter = cond
+	} else {
+		last.filter = b.And(last.filter, cond)
+	}
+	return &out
+}
+
+// flatten is ASTFlatten: the list with its list elements spliced in.
+func (q *query) flatten(n gojmespath.ASTNode, cur qval) (qval, error) {
+	inner := n.Children[0]
+	if inner.NodeType == gojmespath.ASTSubexpression && inner.Children[1].NodeType == gojmespath.ASTMultiSelectList {
+		base, err := q.node(inner.Children[0], cur, false)
+		if err != nil {
+			return qval{}, err
+		}
+		return q.flattenMulti(inner.Children[1], base)
+	}
+	v, err := q.node(inner, cur, false)
+	if err != nil {
+		return qval{}, err
+	}
+	switch v.kind {
+	case qNull:
+		return v, nil
+	case qPath:
+		list, err := q.asList(v)
+		if err != nil || list == nil {
+			return qval{kind: qNull}, err
+		}
+		return q.spliced(list)
+	case qList:
+		return q.spliced(v.list)
+	}
+	return qval{}, q.refuse("a flattened computed value")
+}
+
+// spliced is the elements of l with the lists among them spliced in.
+func (q *query) spliced(l *qlist) (qval, error) {
+	e := l.elem
+	if e.kind != qPath || e.path.shape() != kubeschema.List {
+		return qval{kind: qList, list: l}, nil
+	}
+	inner, err := q.asList(e)
+	if err != nil {
+		return qval{}, err
+	}
+	out := *l
+	out.gens = append([]qgen(nil), l.gens...)
+	if present := e.path.present(q.b); present != nil {
+		out = *out.filtered(q.b, present)
+	}
+	out.gens = append(out.gens, inner.gens...)
+	out.elem = inner.elem
+	return qval{kind: qList, list: &out}, nil
+}
+
+// flattenMulti is x.[a, b, c][]: the lists a, b and c of x concatenated
+// (a missing one is a null element the projection drops), null when x is.
+func (q *query) flattenMulti(n gojmespath.ASTNode, base qval) (qval, error) {
+	if base.kind == qNull {
+		return base, nil
+	}
+	if base.kind != qPath || base.path.hasDflt || base.path.shape() != kubeschema.Object {
+		return qval{}, q.refuse("a multi-select list of a computed value")
+	}
+	var parts, optParts []celbuild.Expr
+	var items []kubeschema.Node
+	var names []string
+	var lists []*qpath
+	for _, c := range n.Children {
+		if c.NodeType != gojmespath.ASTField {
+			return qval{}, q.refuse("a multi-select list of anything but fields")
+		}
+		f, err := q.field(base, c.Value.(string), false)
+		if err != nil {
+			return qval{}, err
+		}
+		if f.kind == qNull {
+			continue
+		}
+		p := f.path
+		if p.shape() != kubeschema.List {
+			return qval{}, q.refuse("a multi-select list of a field that is not a list")
+		}
+		if p.always[len(p.always)-1] {
+			parts = append(parts, p.expr(q.b))
+		} else {
+			opt, _ := p.optional(q.b)
+			parts = append(parts, q.b.OrValue(opt, q.b.List()))
+		}
+		optParts = append(optParts, optionalList(q.b, p))
+		items = append(items, p.final().Items())
+		names = append(names, p.schemaPath())
+		lists = append(lists, p)
+	}
+	if len(parts) == 0 {
+		return qval{}, q.refuse("a multi-select list of fields no object has")
+	}
+	// Concatenated pod spec lists read as the pod spec lists them.
+	src, optSrc := parts[0], optParts[0]
+	for i := range parts[1:] {
+		src, optSrc = q.b.Add(src, parts[i+1]), q.b.Add(optSrc, optParts[i+1])
+	}
+	node := kubeschema.Intersect(items...)
+	if node.Shape() == kubeschema.Unknown {
+		return qval{}, q.refuse("lists of different schemas")
+	}
+	var paths []string
+	for _, l := range lists {
+		q.read(l, "[]", node.Shape().String(), false, nil)
+		for _, p := range l.schemaPaths() {
+			paths = append(paths, p+"[]")
+		}
+	}
+	name := q.fresh(multiName(names))
+	return qval{kind: qList, list: &qlist{
+		gens: []qgen{{src: src, v: name}},
+		elem: qval{kind: qPath, path: &qpath{root: q.b.Ident(name), node: node, rp: paths[0], aliases: paths[1:]}},
+		null:   negate(q.b, base.path.present(q.b)),
+		optSrc: optSrc,
+	}}, nil
+}
+
+// multiName names an element of several lists: a container of the
+// containers, initContainers and ephemeralContainers.
+func multiName(paths []string) string {
+	name := singular(paths[0])
+	for _, p := range paths[1:] {
+		if singular(p) != name {
+			return "item"
+		}
+	}
+	return name
+}
+
+// multiSelect is a multi-select list not flattened: refused.
+func (q *query) multiSelect(n gojmespath.ASTNode, cur qval) (qval, error) {
+	return qval{}, q.refuse("a multi-select list not flattened")
+}
+
+// or is ASTOrExpression with a literal right side: the left side unless
+// it is null or false-like.
+func (q *query) or(n gojmespath.ASTNode, cur qval) (qval, error) {
+	left, err := q.node(n.Children[0], cur, false)
+	if err != nil {
+		return qval{}, err
+	}
+	right, err := q.node(n.Children[1], cur, false)
+	if err != nil {
+		return qval{}, err
+	}
+	if right.kind != qLit {
+		return qval{}, q.refuse("|| with a right side that is not a literal")
+	}
+	switch left.kind {
+	case qNull:
+		return right, nil
+	case qScalar:
+		if left.scalar.shape == kubeschema.String && left.scalar.plain {
+			// An operation is never empty.
+			return left, nil
+		}
+	case qPath:
+		p := *left.path
+		if p.hasDflt {
+			return qval{}, q.refuse("|| twice")
+		}
+		p.dflt, p.hasDflt = right.lit, true
+		return qval{kind: qPath, path: &p}, nil
+	case qList:
+		if l, ok := right.lit.([]any); ok && len(l) == 0 {
+			// Null or empty: the empty list.
+			out := *left.list
+			if out.null != nil {
+				out.gens = append([]qgen(nil), out.gens...)
+				out.gens[0].src, out.null, out.optSrc = out.optSrc, nil, nil
+			}
+			return qval{kind: qList, list: &out}, nil
+		}
+	}
+	return qval{}, q.refuse("|| on this value")
+}
+
+// truthy is JMESPath's truthiness of a filter's condition (not null,
+// false, empty).
+func (q *query) truthy(v qval) (celbuild.Expr, error) {
+	switch v.kind {
+	case qNull:
+		return q.b.Bool(false), nil
+	case qScalar:
+		if v.scalar.shape == kubeschema.Boolean {
+			return v.scalar.expr, nil
+		}
+	case qPath:
+		p := v.path
+		if p.hasDflt {
+			break
+		}
+		var value celbuild.Expr
+		e := p.expr(q.b)
+		switch p.shape() {
+		case kubeschema.Boolean:
+			value = e
+		case kubeschema.String, kubeschema.List, kubeschema.Map:
+			value = q.b.Compare(">", q.b.Size(e), q.b.Int(0))
+		case kubeschema.Integer, kubeschema.Number, kubeschema.Object:
+			value = q.b.Bool(true)
+		default:
+			return nil, q.refuse("a filter on a value the schema does not fix")
+		}
+		if present := p.present(q.b); present != nil {
+			return q.b.And(present, value), nil
+		}
+		return value, nil
+	}
+	return nil, q.refuse("a filter condition the typed translation does not take")
+}
+
+// function is the functions the typed translation takes: length of a
+// value that is never null, and contains(keys(@), 'k') in a filter.
+func (q *query) function(n gojmespath.ASTNode, cur qval) (qval, error) {
+	name := n.Value.(string)
+	switch {
+	case name == "length" && len(n.Children) == 1:
+		arg, err := q.node(n.Children[0], cur, false)
+		if err != nil {
+			return qval{}, err
+		}
+		size, err := q.size(arg)
+		if err != nil {
+			return qval{}, err
+		}
+		mayErr := arg.kind == qList && (arg.list.mayErr || arg.list.null != nil)
+		return qval{kind: qScalar, scalar: &qscalar{expr: size, shape: kubeschema.Integer, mayErr: mayErr}}, nil
+	case (name == "starts_with" || name == "ends_with" || name == "contains") && len(n.Children) == 2 && !isKeysOfCurrent(n.Children[0]) && n.Children[1].NodeType == gojmespath.ASTLiteral:
+		return q.stringFunction(name, n.Children[0], n.Children[1].Value, cur)
+	case name == "contains" && len(n.Children) == 2 && isKeysOfCurrent(n.Children[0]) && n.Children[1].NodeType == gojmespath.ASTLiteral:
+		key, ok := n.Children[1].Value.(string)
+		if !ok || cur.kind != qPath || cur.path.hasDflt || cur.path.shape() != kubeschema.Object {
+			break
+		}
+		f, err := q.field(cur, key, false)
+		if err != nil {
+			return qval{}, err
+		}
+		if f.kind == qNull {
+			return qval{kind: qScalar, scalar: &qscalar{expr: q.b.Bool(false), shape: kubeschema.Boolean}}, nil
+		}
+		p := cur.path
+		present := q.b.Has(p.expr(q.b), key)
+		if f.path.always[len(f.path.always)-1] {
+			present = q.b.Bool(true)
+		}
+		return qval{kind: qScalar, scalar: &qscalar{expr: present, shape: kubeschema.Boolean}}, nil
+	}
+	return qval{}, q.refuse("the function %s() is not in the typed subset", name)
+}
+
+// stringFunction is starts_with, ends_with and contains of a string
+// field and a literal string: a missing or null field fails the function
+// ("invalid type"), as selecting it fails in CEL.
+func (q *query) stringFunction(name string, argNode gojmespath.ASTNode, lit any, cur qval) (qval, error) {
+	s, ok := lit.(string)
+	if !ok {
+		return qval{}, q.refuse("%s() with a literal that is not a string", name)
+	}
+	arg, err := q.node(argNode, cur, false)
+	if err != nil {
+		return qval{}, err
+	}
+	if arg.kind != qPath || arg.path.hasDflt || arg.path.shape() != kubeschema.String {
+		return qval{}, q.refuse("%s() of a value that is not a string field", name)
+	}
+	method := map[string]string{"starts_with": "startsWith", "ends_with": "endsWith", "contains": "contains"}[name]
+	p := arg.path
+	e := q.b.Member(method, p.expr(q.b), q.b.String(s))
+	return qval{kind: qScalar, scalar: &qscalar{expr: e, shape: kubeschema.Boolean, mayErr: p.present(q.b) != nil}}, nil
+}
+
+func isKeysOfCurrent(n gojmespath.ASTNode) bool {
+	return n.NodeType == gojmespath.ASTFunctionExpression && n.Value == "keys" && len(n.Children) == 1 &&
+		n.Children[0].NodeType == gojmespath.ASTCurrentNode
+}
+
+// size is length() of a value that is never null (else the function
+// fails, which the typed translation leaves to the exact one).
+func (q *query) size(v qval) (celbuild.Expr, error) {
+	switch v.kind {
+	case qPath:
+		p := v.path
+		var e celbuild.Expr
+		switch {
+		case !p.hasDflt && p.present(q.b) == nil:
+			e = p.expr(q.b)
+		case p.hasDflt && isEmpty(p.dflt, p.shape()):
+			opt, _ := p.optional(q.b)
+			e = q.b.OrValue(opt, emptyOf(q.b, p.shape()))
+		default:
+			return nil, q.refuse("length() of a value that may be null")
+		}
+		switch p.shape() {
+		case kubeschema.String, kubeschema.List, kubeschema.Map, kubeschema.Object:
+			return q.b.Size(e), nil
+		}
+	case qList:
+		l := v.list
+		if len(l.gens) != 1 {
+			return nil, q.refuse("length() of a nested projection")
+		}
+		// A null projection fails length(); so does selecting the list
+		// where a field on its way is missing.
+		g := l.gens[0]
+		keep := g.filter
+		if l.elem.kind == qPath {
+			if p := l.elem.path.present(q.b); p != nil {
+				keep = andMaybe(q.b, keep, p)
+			}
+		} else if l.elem.kind != qScalar {
+			return nil, q.refuse("length() of this projection")
+		}
+		if keep == nil {
+			return q.b.Size(g.src), nil
+		}
+		return q.b.Size(q.b.Filter(g.src, g.v, keep)), nil
+	}
+	return nil, q.refuse("length() of this value")
+}
+
+func andMaybe(b *celbuild.Builder, x, y celbuild.Expr) celbuild.Expr {
+	if x == nil {
+		return y
+	}
+	return b.And(x, y)
+}
+
+// isEmpty says a literal is the empty value of a shape (”, [], {}).
+func isEmpty(v any, s kubeschema.Shape) bool {
+	switch t := v.(type) {
+	case string:
+		return t == "" && s == kubeschema.String
+	case []any:
+		return len(t) == 0 && s == kubeschema.List
+	case map[string]any:
+		return len(t) == 0 && (s == kubeschema.Map || s == kubeschema.Object)
+	}
+	return false
+}
+
+func emptyOf(b *celbuild.Builder, s kubeschema.Shape) celbuild.Expr {
+	switch s {
+	case kubeschema.String:
+		return b.String("")
+	case kubeschema.List:
+		return b.List()
+	}
+	return b.MapLiteral()
+}

@@ -1,0 +1,265 @@
+package kyverno
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/admitc/admitc/compiler/kyverno/conditions"
+	"github.com/admitc/admitc/compiler/kyverno/typed"
+	"github.com/admitc/admitc/internal/celbuild"
+	"github.com/admitc/admitc/internal/kubeschema"
+	"github.com/admitc/admitc/ir"
+)
+
+// A deny rule's conditions, and any rule's JMESPath preconditions, are
+// written against the schema of the rule's kinds as a person writes them
+// (compiler/kyverno/typed: object.spec.type == 'NodePort'), the exact
+// dynamic translation kept as the policy's Dynamic form, as for pattern
+// rules. A precondition on request.operation becomes the operations the
+// policy matches. What the typed translation does not take keeps the
+// exact form.
+
+// ResourceVariable names the variable of a typed rule that reads
+// Kyverno's request.object: the object, or on DELETE the old object.
+const ResourceVariable = "resource"
+
+// allOperations are the operations Kyverno's webhooks send.
+var allOperations = []ir.Operation{ir.Create, ir.Update, ir.Delete, ir.Connect}
+
+// typedDenyRule is pol, a lowered deny rule, with its conditions written
+// against the schema of its kinds; nil when they hold what the typed
+// translation does not take.
+func (r *reader) typedDenyRule(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool) *ir.Policy {
+	if pol.ParamKind != nil || len(pol.Variables) != len(denyVariables(pol)) {
+		return nil
+	}
+	nodes := ruleSchemas(c.rule)
+	if len(nodes) == 0 {
+		return nil
+	}
+	out, err := typedDenyWith(pol, c, m, enforce, kubeschema.Intersect(nodes...))
+	if err != nil {
+		if os.Getenv("ADMITC_DEBUG_TYPED") != "" {
+			fmt.Fprintf(os.Stderr, "typed deny %s: %v\n", pol.Name, err)
+		}
+		return nil
+	}
+	return out
+}
+
+// denyVariables are pol's variables that its deny translation made.
+func denyVariables(pol *ir.Policy) []ir.NamedExpression {
+	var out []ir.NamedExpression
+	for _, v := range pol.Variables {
+		switch v.Name {
+		case DenyVariable, DenyBeforeVariable, OutcomeVariable:
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func typedDenyWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool, n kubeschema.Node) (*ir.Policy, error) {
+	b := celbuild.New()
+	t := typed.NewTranslator(b)
+	out := *pol
+	if err := typedPreconditions(&out, c, b, t, n); err != nil {
+		return nil, err
+	}
+	conds, err := conditions.Decode(c.rule.Validation.Deny.GetAnyAllConditions())
+	if err != nil {
+		return nil, err
+	}
+	root := requestObject(b, &out)
+	var resource []ir.NamedExpression
+	if _, _, _, ok := b.AsTernary(root); ok {
+		// The object, or on DELETE the object deleted: one variable.
+		resource = []ir.NamedExpression{{Name: ResourceVariable, Expression: b.MustPrint(root), Origin: pol.Origin}}
+		root = b.Select(b.Ident("variables"), ResourceVariable)
+	}
+	deny, err := t.Conditions(conds, typed.Roots{Object: root, Node: n, Operation: operation(b)})
+	if err != nil {
+		return nil, err
+	}
+	existing := celbuild.Expr(b.Bool(false))
+	if enforce && c.rule.HasValidateAllowExistingViolations() {
+		old := typed.Roots{Object: b.Ident("oldObject"), Node: n, Operation: b.String(string(ir.Create))}
+		before, err := t.Conditions(conds, old)
+		if err != nil {
+			return nil, err
+		}
+		guard, err := b.Parse(existingViolationGuard(m))
+		if err != nil {
+			return nil, err
+		}
+		if c.rule.RawAnyAllConditions != nil {
+			pre, err := conditions.Decode(c.rule.GetAnyAllConditions())
+			if err != nil {
+				return nil, err
+			}
+			held, err := t.Conditions(pre, old)
+			if err != nil {
+				return nil, err
+			}
+			guard = b.And(guard, held.Holds)
+		}
+		existing = b.Ternary(guard, before.Holds, b.Bool(false))
+		switch {
+		case !before.MayErr && !deny.MayErr && b.Same(before.Holds, deny.Holds):
+			// The conditions do not read the object: an UPDATE that
+			// violates them violated them before.
+			existing = guard
+		case !before.MayErr:
+			existing = b.And(guard, before.Holds)
+		}
+	}
+	valid := b.Or(b.Not(deny.Holds), existing)
+	if deny.MayErr {
+		valid = b.Ternary(deny.Holds, existing, b.Bool(true))
+	}
+	out.Variables, out.AuditAnnotations, out.OfflineAnnotations = resource, nil, nil
+	if !celbuild.IsFalse(existing) {
+		skipped := b.Ternary(b.And(deny.Holds, existing), b.String(offlineSkipReason), b.String(""))
+		out.OfflineAnnotations = []ir.AuditAnnotation{{Key: SkipAnnotation, ValueExpression: b.MustPrint(skipped), Origin: pol.Origin}}
+	}
+	val := pol.Validations[0]
+	val.Expression = b.MustPrint(valid)
+	if val.MessageExpression != "" {
+		if m, ok := typedDenyMessage(c, b, t, typed.Roots{Object: root, Node: n, Operation: operation(b)}); ok {
+			val.MessageExpression = b.MustPrint(m)
+		}
+	}
+	out.Validations = []ir.Validation{val}
+	if !readsResource(&out) {
+		out.Variables = nil
+	}
+	out.SchemaReads = t.Reads()
+	dynamic := *pol
+	out.Dynamic = &dynamic
+	return &out, nil
+}
+
+// readsResource says an expression of pol reads the resource variable.
+func readsResource(pol *ir.Policy) bool {
+	ref := "variables." + ResourceVariable
+	for _, v := range pol.Validations {
+		if strings.Contains(v.Expression, ref) || strings.Contains(v.MessageExpression, ref) {
+			return true
+		}
+	}
+	for _, a := range append(slices.Clone(pol.AuditAnnotations), pol.OfflineAnnotations...) {
+		if strings.Contains(a.ValueExpression, ref) {
+			return true
+		}
+	}
+	return false
+}
+
+// typedDenyMessage is the deny rule's message with its {{ }} variables
+// read against the schema, when the rule has one message (see
+// denyMessage).
+func typedDenyMessage(c computedRule, b *celbuild.Builder, t *typed.Translator, roots typed.Roots) (celbuild.Expr, bool) {
+	raw := c.rule.Validation.Deny.GetAnyAllConditions()
+	conds, err := conditions.Decode(raw)
+	if err != nil {
+		return nil, false
+	}
+	msgs := conditions.DenyMessages(c.rule.Validation.Message, c.rule.Name, conditions.HeldMessages(conds, conditions.IsList(raw)))
+	if len(msgs) != 1 {
+		return nil, false
+	}
+	m, err := t.Message(msgs[0], roots)
+	return m, err == nil
+}
+
+func operation(b *celbuild.Builder) celbuild.Expr {
+	return b.Select(b.Ident("request"), "operation")
+}
+
+// requestObject is what Kyverno's request.object reads in a policy's
+// queries: the object, or on DELETE (when the policy matches it) the old
+// object.
+func requestObject(b *celbuild.Builder, pol *ir.Policy) celbuild.Expr {
+	if !slices.Contains(operationsOf(pol.MatchConstraints), ir.Delete) && operationsOf(pol.MatchConstraints) != nil {
+		return b.Ident("object")
+	}
+	return b.Ternary(b.Eq(operation(b), b.String(string(ir.Delete))), b.Ident("oldObject"), b.Ident("object"))
+}
+
+// typedPreconditions writes pol's JMESPath preconditions (its
+// kyverno-preconditions match condition) against the schema n: leading
+// conditions on request.operation become the operations pol matches, the
+// rest typed; a precondition the typed translation does not take keeps
+// its exact form.
+func typedPreconditions(pol *ir.Policy, c computedRule, b *celbuild.Builder, t *typed.Translator, n kubeschema.Node) error {
+	at := slices.IndexFunc(pol.MatchConditions, func(e ir.NamedExpression) bool { return e.Name == PreconditionsName })
+	if at < 0 || c.rule.RawAnyAllConditions == nil {
+		return nil
+	}
+	conds, err := conditions.Decode(c.rule.GetAnyAllConditions())
+	if err != nil {
+		return err
+	}
+	ops, rest, err := t.LeadingOperations(conds, operationsOrAll(pol.MatchConstraints))
+	if err != nil {
+		return err
+	}
+	if len(ops) == 0 {
+		return fmt.Errorf("the preconditions hold for no operation")
+	}
+	mcs := slices.Clone(pol.MatchConditions)
+	withOps(pol, ops)
+	if len(rest.AnyConditions) == 0 && rest.AnyConditions != nil || rest.AnyConditions == nil && len(rest.AllConditions) == 0 {
+		if rest.AnyConditions != nil {
+			// An empty any block never holds.
+			return fmt.Errorf("an empty any block")
+		}
+		pol.MatchConditions = slices.Delete(mcs, at, at+1)
+		return nil
+	}
+	held, err := t.Conditions(rest, typed.Roots{Object: requestObject(b, pol), Node: n, Operation: operation(b)})
+	if err != nil {
+		// The exact form stays, with the operations narrowed.
+		pol.MatchConditions = mcs
+		return nil
+	}
+	mcs[at].Expression = b.MustPrint(held.Holds)
+	pol.MatchConditions = mcs
+	return nil
+}
+
+// operationsOrAll are the operations a policy matches.
+func operationsOrAll(mc *ir.MatchResources) []ir.Operation {
+	if ops := operationsOf(mc); ops != nil {
+		return ops
+	}
+	return allOperations
+}
+
+// withOps narrows the operations of pol's rules to ops (a copy: the
+// dynamic form keeps its own).
+func withOps(pol *ir.Policy, ops []ir.Operation) {
+	if pol.MatchConstraints == nil {
+		return
+	}
+	mc := *pol.MatchConstraints
+	mc.ResourceRules = nil
+	for _, rr := range pol.MatchConstraints.ResourceRules {
+		var kept []ir.Operation
+		for _, op := range ops {
+			if slices.Contains(rr.Operations, op) || slices.Contains(rr.Operations, "*") {
+				kept = append(kept, op)
+			}
+		}
+		if len(kept) == len(allOperations) {
+			kept = []ir.Operation{"*"}
+		}
+		if len(kept) > 0 {
+			rr.Operations = kept
+			mc.ResourceRules = append(mc.ResourceRules, rr)
+		}
+	}
+	pol.MatchConstraints = &mc
+}

@@ -1,0 +1,281 @@
+package kyverno
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/google/cel-go/common/ast"
+	kyvernov1 "github.com/kyverno/kyverno/api/kyverno/v1"
+
+	"github.com/admitc/admitc/compiler/kyverno/conditions"
+	"github.com/admitc/admitc/compiler/kyverno/typed"
+	"github.com/admitc/admitc/internal/celbuild"
+	"github.com/admitc/admitc/internal/kubeschema"
+	"github.com/admitc/admitc/ir"
+)
+
+// A foreach rule's entries are written against the schema of the rule's
+// kinds as comprehensions over the object's lists: the rule fails when an
+// element of an entry's list, its preconditions holding, fails the entry's
+// deny conditions or pattern (object.spec.containers.exists(container,
+// ...)); the message is the first failing element's, computed only on
+// failure. What Kyverno reports besides pass and fail (no element
+// validated: no response) is an offline annotation. The exact dynamic
+// translation stays the policy's Dynamic form. Nested foreach, entry
+// context and checks that can fail evaluation (exists() would absorb the
+// error of one element) keep the exact form.
+
+// typedForEachRule is pol, a lowered foreach rule, written against the
+// schema of its kinds; nil when it holds what the typed translation does
+// not take.
+func (r *reader) typedForEachRule(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool) *ir.Policy {
+	if pol.ParamKind != nil || slices.ContainsFunc(pol.Variables, func(v ir.NamedExpression) bool { return !isForEachVariable(v.Name) }) {
+		return nil
+	}
+	nodes := ruleSchemas(c.rule)
+	if len(nodes) == 0 {
+		return nil
+	}
+	out, err := typedForEachWith(pol, c, m, enforce, kubeschema.Intersect(nodes...))
+	if err != nil {
+		if os.Getenv("ADMITC_DEBUG_TYPED") != "" {
+			fmt.Fprintf(os.Stderr, "typed foreach %s: %v\n", pol.Name, err)
+		}
+		return nil
+	}
+	return out
+}
+
+func isForEachVariable(name string) bool {
+	switch name {
+	case ForEachVariable, ForEachBeforeVariable, OutcomeVariable:
+		return true
+	}
+	for _, p := range []string{ListVariable, EntryVariable, BeforeEntryVariable} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// foreachOutcome is a foreach rule's entries over one object: fails when
+// an element fails, counted when an element was validated (passed or
+// failed), message the first failure's.
+type foreachOutcome struct {
+	fails   celbuild.Expr
+	counted celbuild.Expr
+	message celbuild.Expr
+}
+
+func typedForEachWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool, n kubeschema.Node) (*ir.Policy, error) {
+	b := celbuild.New()
+	t := typed.NewTranslator(b)
+	out := *pol
+	if err := typedPreconditions(&out, c, b, t, n); err != nil {
+		return nil, err
+	}
+	v := c.rule.Validation
+	resource := requestObject(b, &out)
+	var resourceVar []ir.NamedExpression
+	if _, _, _, ok := b.AsTernary(resource); ok {
+		resourceVar = []ir.NamedExpression{{Name: ResourceVariable, Expression: b.MustPrint(resource), Origin: pol.Origin}}
+		resource = b.Select(b.Ident("variables"), ResourceVariable)
+	}
+	now, err := typedForEach(b, t, c, v, typed.Roots{Object: resource, Node: n, Operation: operation(b)}, b.Ident("object"))
+	if err != nil {
+		return nil, err
+	}
+	if slices.Contains(operationsOf(out.MatchConstraints), ir.Delete) || operationsOf(out.MatchConstraints) == nil {
+		// On DELETE Kyverno queries the lists on a null object: nothing
+		// is validated.
+		notDelete := b.Ne(operation(b), b.String(string(ir.Delete)))
+		now.fails, now.counted = b.And(notDelete, now.fails), b.And(notDelete, now.counted)
+	}
+	existing := celbuild.Expr(b.Bool(false))
+	if enforce && c.rule.HasValidateAllowExistingViolations() {
+		oldRoot := b.Ident("oldObject")
+		before, err := typedForEach(b, t, c, v, typed.Roots{Object: oldRoot, Node: n, Operation: b.String(string(ir.Create))}, oldRoot)
+		if err != nil {
+			return nil, err
+		}
+		guard, err := b.Parse(existingViolationGuard(m))
+		if err != nil {
+			return nil, err
+		}
+		if c.rule.RawAnyAllConditions != nil {
+			pre, err := conditions.Decode(c.rule.GetAnyAllConditions())
+			if err != nil {
+				return nil, err
+			}
+			held, err := t.Conditions(pre, typed.Roots{Object: oldRoot, Node: n, Operation: b.String(string(ir.Create))})
+			if err != nil || held.MayErr {
+				return nil, fmt.Errorf("the preconditions on the old object: %v", err)
+			}
+			guard = b.And(guard, held.Holds)
+		}
+		existing = b.And(guard, before.fails)
+	}
+	out.Variables, out.AuditAnnotations, out.OfflineAnnotations = resourceVar, nil, nil
+	valid := b.Or(b.Not(now.fails), existing)
+	skipped := b.Ternary(b.And(now.fails, existing), b.String(offlineSkipReason), b.String(""))
+	none := b.Ternary(b.Or(now.fails, now.counted), b.String(""), b.String("no element of the foreach lists was validated"))
+	if !celbuild.IsFalse(existing) {
+		out.OfflineAnnotations = append(out.OfflineAnnotations, ir.AuditAnnotation{Key: SkipAnnotation, ValueExpression: b.MustPrint(skipped), Origin: pol.Origin})
+	}
+	out.OfflineAnnotations = append(out.OfflineAnnotations, ir.AuditAnnotation{Key: NoResponseAnnotation, ValueExpression: b.MustPrint(none), Origin: pol.Origin})
+	val := ir.Validation{Expression: b.MustPrint(valid), Origin: pol.Validations[0].Origin}
+	if lit, ok := stringLiteral(now.message); ok {
+		val.Message = lit
+	} else {
+		val.Message = pol.Validations[0].Message
+		val.MessageExpression = b.MustPrint(now.message)
+		val.MessageExpressionOrigin = pol.Validations[0].MessageExpressionOrigin
+	}
+	out.Validations = []ir.Validation{val}
+	if !readsResource(&out) {
+		out.Variables = nil
+	}
+	out.SchemaReads = t.Reads()
+	dynamic := *pol
+	out.Dynamic = &dynamic
+	return &out, nil
+}
+
+// stringLiteral is the text of a string literal.
+func stringLiteral(e celbuild.Expr) (string, bool) {
+	if e.Kind() != ast.LiteralKind {
+		return "", false
+	}
+	s, ok := e.AsLiteral().Value().(string)
+	return s, ok
+}
+
+// typedForEach is a foreach rule's entries on the object: listRoot is what
+// the lists read (Kyverno queries them on the object as it is), roots what
+// the checks' request.object reads.
+func typedForEach(b *celbuild.Builder, t *typed.Translator, c computedRule, v *kyvernov1.Validation, roots typed.Roots, listRoot celbuild.Expr) (foreachOutcome, error) {
+	var fails, counted, messages []celbuild.Expr
+	for i := range v.ForEachValidation {
+		fe := &v.ForEachValidation[i]
+		if len(fe.Context) > 0 || len(fe.GetForEachValidation()) > 0 || fe.List == "" {
+			return foreachOutcome{}, fmt.Errorf("entry %d: context, nested foreach or no list", i)
+		}
+		listRoots := roots
+		listRoots.Object = listRoot
+		loop, err := t.ForEachList(fe.List, listRoots)
+		if err != nil {
+			return foreachOutcome{}, err
+		}
+		el := loop.Element()
+		inner := roots
+		inner.Element = &el
+		pre := celbuild.Expr(b.Bool(true))
+		if fe.AnyAllConditions != nil {
+			held, err := t.Conditions(*fe.AnyAllConditions, inner)
+			if err != nil {
+				return foreachOutcome{}, err
+			}
+			if held.MayErr {
+				return foreachOutcome{}, fmt.Errorf("entry %d: preconditions that may fail", i)
+			}
+			pre = held.Holds
+		}
+		scope := el.Node.Shape() == kubeschema.Object || el.Node.Shape() == kubeschema.Map
+		if fe.ElementScope != nil && *fe.ElementScope != scope {
+			return foreachOutcome{}, fmt.Errorf("entry %d: elementScope on elements of another shape", i)
+		}
+		var bad, validated, message func(elem typed.Root) (celbuild.Expr, error)
+		switch {
+		case fe.Deny != nil:
+			conds, err := conditions.Decode(fe.Deny.GetAnyAllConditions())
+			if err != nil {
+				return foreachOutcome{}, err
+			}
+			held, err := t.Conditions(conds, inner)
+			if err != nil {
+				return foreachOutcome{}, err
+			}
+			if held.MayErr {
+				return foreachOutcome{}, fmt.Errorf("entry %d: deny conditions that may fail", i)
+			}
+			msgs := conditions.DenyMessages(v.Message, c.rule.Name, conditions.HeldMessages(conds, conditions.IsList(fe.Deny.GetAnyAllConditions())))
+			if len(msgs) != 1 {
+				return foreachOutcome{}, fmt.Errorf("entry %d: several condition messages", i)
+			}
+			bad = func(typed.Root) (celbuild.Expr, error) { return b.And(pre, held.Holds), nil }
+			validated = func(typed.Root) (celbuild.Expr, error) { return pre, nil }
+			message = func(first typed.Root) (celbuild.Expr, error) {
+				at := roots
+				at.Element = &first
+				m, err := t.Message(msgs[0], at)
+				if err != nil {
+					return nil, err
+				}
+				if lit, ok := stringLiteral(m); ok {
+					return b.String("validation failure: " + lit), nil
+				}
+				return b.Add(b.String("validation failure: "), m), nil
+			}
+		case fe.GetPattern() != nil || fe.GetAnyPattern() != nil:
+			if !scope {
+				return foreachOutcome{}, fmt.Errorf("entry %d: a pattern on elements that are not maps", i)
+			}
+			tv := &kyvernov1.Validation{RawPattern: fe.RawPattern, RawAnyPattern: fe.RawAnyPattern}
+			check := func(elem typed.Root) (typedOutcome, error) {
+				return translateTyped(b, t, tv, elem.Expr, elem.Node)
+			}
+			o, err := translateTyped(b, t, tv, el.Expr, el.Node)
+			if err != nil {
+				return foreachOutcome{}, err
+			}
+			bad = func(typed.Root) (celbuild.Expr, error) { return b.And(pre, o.bad), nil }
+			validated = func(typed.Root) (celbuild.Expr, error) {
+				if o.skip == nil {
+					return pre, nil
+				}
+				return b.And(pre, b.Not(o.skip)), nil
+			}
+			message = func(first typed.Root) (celbuild.Expr, error) {
+				of, err := check(first)
+				if err != nil {
+					return nil, err
+				}
+				return b.Add(b.String("validation failure: "), of.message(b, c.rule.Name, v.Message)), nil
+			}
+		default:
+			return foreachOutcome{}, fmt.Errorf("entry %d: no deny or pattern", i)
+		}
+		e, err := bad(el)
+		if err != nil {
+			return foreachOutcome{}, err
+		}
+		counts, err := validated(el)
+		if err != nil {
+			return foreachOutcome{}, err
+		}
+		first := loop.First(e)
+		if first == nil {
+			return foreachOutcome{}, fmt.Errorf("entry %d: a list of nested lists", i)
+		}
+		fr := el
+		fr.Expr = first
+		msg, err := message(fr)
+		if err != nil {
+			return foreachOutcome{}, err
+		}
+		fails = append(fails, loop.Exists(e))
+		counted = append(counted, loop.Exists(counts))
+		messages = append(messages, msg)
+	}
+	if len(fails) == 0 {
+		return foreachOutcome{}, fmt.Errorf("no entry")
+	}
+	msg := messages[len(messages)-1]
+	for i := len(messages) - 2; i >= 0; i-- {
+		msg = b.Ternary(fails[i], messages[i], msg)
+	}
+	return foreachOutcome{fails: b.Or(fails...), counted: b.Or(counted...), message: msg}, nil
+}
