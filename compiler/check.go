@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/admitc/admitc/internal/celenv"
+	"github.com/admitc/admitc/internal/kubeschema"
 	"github.com/admitc/admitc/ir"
 )
 
@@ -57,9 +58,9 @@ type checkJob struct {
 }
 
 // readFile parses and lowers one file, preparing the checks of its policies.
-func readFile(src Source, opts Options) *fileWork {
+func readFile(src Source, opts Options, kinds *kubeschema.Resolver) *fileWork {
 	start := time.Now()
-	r := &reader{file: src.Name, lines: strings.Split(string(src.Data), "\n"), exprNodes: map[string]field{}}
+	r := &reader{file: src.Name, lines: strings.Split(string(src.Data), "\n"), exprNodes: map[string]field{}, kinds: kinds}
 	fw := &fileWork{r: r, budget: &fileBudget{limit: opts.Budget.withDefaults().Time}}
 	defer fw.budget.add(start)
 	decls, foreign := r.parse(src.Data)

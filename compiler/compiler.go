@@ -11,10 +11,12 @@ import (
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/admitc/admitc/internal/celenv"
 	"github.com/admitc/admitc/internal/inputfile"
+	"github.com/admitc/admitc/internal/kubeschema"
 	"github.com/admitc/admitc/ir"
 )
 
@@ -37,6 +39,10 @@ type Options struct {
 	// Budget bounds what compiling each file may cost; its zero value is
 	// the defaults.
 	Budget Budget
+	// CRDs make the kinds they define resolvable, as the built-in kinds
+	// are: a Kyverno kinds entry names the CRD's resources, and a rule
+	// on it is written against the CRD's schema (see ReadCRDs).
+	CRDs []*apiextensionsv1.CustomResourceDefinition
 }
 
 // Compile parses, lowers and type-checks the given policy files into one
@@ -55,8 +61,12 @@ func Compile(sources []Source, opts Options) (*ir.PolicySet, Diagnostics) {
 	var brokenTemplateKinds []string
 	files := make([]*fileWork, len(sources))
 	var jobs []*checkJob
+	kinds, err := kubeschema.NewResolver(opts.CRDs...)
+	if err != nil {
+		return nil, Diagnostics{{Message: err.Error()}}
+	}
 	for i, src := range sources {
-		files[i] = readFile(src, opts)
+		files[i] = readFile(src, opts, kinds)
 		jobs = append(jobs, files[i].jobs()...)
 	}
 	runChecks(jobs)

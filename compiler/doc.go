@@ -13,6 +13,10 @@
 // rendered as file:line:col: path: message, with the source line and a caret
 // for CEL errors.
 //
+// The kinds a policy names resolve through one internal/kubeschema.Resolver
+// per compilation: built-in kinds, and the CRDs of Options.CRDs (ReadCRDs
+// reads --crd).
+//
 // The compiler imports ir and internal packages only; never the runtime or a
 // backend.
 package compiler

@@ -7,6 +7,7 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 
+	"github.com/admitc/admitc/internal/kubeschema"
 	"github.com/admitc/admitc/ir"
 )
 
@@ -26,6 +27,9 @@ type reader struct {
 	// brokenTemplateKinds are the constraint kinds of Gatekeeper templates
 	// that did not read, so their constraints are not reported as orphans.
 	brokenTemplateKinds []string
+	// kinds resolves the kinds a policy names (Options.CRDs and the
+	// built-in kinds).
+	kinds *kubeschema.Resolver
 }
 
 func (r *reader) origin(n *yaml.Node, path string) ir.Origin {

@@ -46,6 +46,13 @@ type ResourceRule struct {
 	ResourceNames []string    `json:"resourceNames,omitempty"`
 }
 
+// UnresolvedKind is a kind a policy's source names that does not resolve
+// to the resources serving it, at its place in the source.
+type UnresolvedKind struct {
+	Kind   string `json:"kind"`
+	Origin Origin `json:"origin"`
+}
+
 // LabelSelector is a Kubernetes label selector.
 type LabelSelector struct {
 	MatchLabels      map[string]string          `json:"matchLabels,omitempty"`

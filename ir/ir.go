@@ -121,6 +121,12 @@ type Policy struct {
 	// binding.go. Match, Actions and ParamRef then do not apply.
 	MatchConstraints *MatchResources `json:"matchConstraints,omitempty"`
 	Bindings         []Binding       `json:"bindings,omitempty"`
+	// UnresolvedKinds are the kinds the source names (a Kyverno kinds
+	// entry) that neither the release's resource list nor a CRD given
+	// resolves: MatchConstraints cover each with a guess (every group, the
+	// kind's conventional plural), which the runtime matches, and a
+	// backend that must name the resources it registers refuses them.
+	UnresolvedKinds []UnresolvedKind `json:"unresolvedKinds,omitempty"`
 	// From names the other engine's policy and rule this policy was read
 	// from, when its name alone does not (see PolicyRef).
 	From *PolicyRef `json:"from,omitempty"`

@@ -52,6 +52,10 @@ func (Backend) Generate(set *ir.PolicySet, opts backends.Options) (backends.Outp
 			diags = append(diags, backends.Errorf(p.Origin, "MutatingAdmissionPolicy needs Kubernetes %s or newer (beta, on by default), --kube-version is %s; use the webhook backend for older clusters", MinKubeVersion, kv))
 			continue
 		}
+		if ds := backends.UnresolvedKinds(p); len(ds) > 0 {
+			diags = append(diags, ds...)
+			continue
+		}
 		p, ds := backends.ForAPIServer(p, kv)
 		if len(ds) > 0 {
 			diags = append(diags, ds...)

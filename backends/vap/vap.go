@@ -49,6 +49,10 @@ func (Backend) Generate(set *ir.PolicySet, opts backends.Options) (backends.Outp
 			diags = append(diags, backends.Errorf(p.Origin, "ValidatingAdmissionPolicy needs Kubernetes %s or newer, --kube-version is %s", MinKubeVersion, opts.KubeVersion))
 			continue
 		}
+		if ds := backends.UnresolvedKinds(p); len(ds) > 0 {
+			diags = append(diags, ds...)
+			continue
+		}
 		p, ds := backends.ForAPIServer(p, opts.KubeVersion)
 		if len(ds) > 0 {
 			diags = append(diags, ds...)

@@ -54,7 +54,8 @@ func (Backend) Rejects(p *ir.Policy) string {
 	if why := libraryRefusal(p); why != "" {
 		return why
 	}
-	if !p.Imported() {
+	if !p.Imported() || len(p.UnresolvedKinds) > 0 {
+		// Generate refuses a kind that did not resolve, at its place.
 		return ""
 	}
 	for _, r := range p.MatchConstraints.ResourceRules {
@@ -70,6 +71,13 @@ func (Backend) Generate(set *ir.PolicySet, opts backends.Options) (backends.Outp
 	var out backends.Output
 	if err := Check(opts); err != nil {
 		return out, diag.Diagnostics{{Message: err.Error()}}
+	}
+	var diags diag.Diagnostics
+	for i := range set.Policies {
+		diags = append(diags, backends.UnresolvedKinds(&set.Policies[i])...)
+	}
+	if len(diags) > 0 {
+		return out, diags
 	}
 	w := opts.Webhook
 	if vs := backends.ByKind(set, ir.Validating); len(vs) > 0 {

@@ -92,7 +92,7 @@ func (r *reader) rule(p *clusterPolicyObject, c computedRule) {
 		return
 	}
 	r.vars, r.configMap = vars, cm
-	m, f := lowerMatch(c.rule, path, p.Metadata.Namespace)
+	m, f := r.lowerMatch(c.rule, path, p.Metadata.Namespace)
 	if f != nil {
 		r.skip(ref, f.path, f.feature, "%s", f.why)
 		return
@@ -101,7 +101,7 @@ func (r *reader) rule(p *clusterPolicyObject, c computedRule) {
 	name := irName(ref)
 	pol := &ir.Policy{
 		Name: name, Type: Type, Kind: ir.Validating, Origin: r.origin(path),
-		FailurePolicy: ir.Fail, MatchConstraints: m.constraints, From: &ref,
+		FailurePolicy: ir.Fail, MatchConstraints: m.constraints, From: &ref, UnresolvedKinds: m.unresolved,
 	}
 	if m.condition != "" {
 		o := r.origin(path + ".match")

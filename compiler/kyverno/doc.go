@@ -7,7 +7,9 @@
 //     too when spec.emitWarning is true, as Kyverno's webhook warns);
 //     celPreconditions become matchConditions; an expression without a
 //     message inherits validate.message. The rule's match and exclude are
-//     lowered to resourceRules that cover every kind they name, a
+//     lowered to resourceRules that cover every kind they name (resolved
+//     through Options.Kinds: built-in kinds and the CRDs given; a kind
+//     that does not resolve is a guess recorded in ir.UnresolvedKind), a
 //     namespaceSelector where one is given, and one generated matchCondition
 //     (kyverno-match) that decides exactly as Kyverno's engine does
 //     (pkg/engine/utils/match.go): kinds with group, version and

@@ -8,6 +8,7 @@ import (
 	"github.com/admitc/admitc/compiler/kyverno/conditions"
 	"github.com/admitc/admitc/compiler/source"
 	"github.com/admitc/admitc/internal/diag"
+	"github.com/admitc/admitc/internal/kubeschema"
 	"github.com/admitc/admitc/ir"
 )
 
@@ -40,10 +41,21 @@ type Result struct {
 	Skipped  []ir.Skipped
 }
 
+// Options are what the frontend knows besides the document.
+type Options struct {
+	// Kinds resolves the kinds a rule matches to the resources that serve
+	// them and to their schema; nil resolves the built-in kinds only.
+	Kinds *kubeschema.Resolver
+}
+
 // Read decodes one kyverno.io or policies.kyverno.io document.
-func Read(doc *source.Doc) (*Result, diag.Diagnostics) {
+func Read(doc *source.Doc, opts Options) (*Result, diag.Diagnostics) {
 	gv, err := schema.ParseGroupVersion(doc.Field("apiVersion"))
-	r := &reader{doc: doc, apiVersion: doc.Field("apiVersion"), kind: doc.Field("kind")}
+	kinds := opts.Kinds
+	if kinds == nil {
+		kinds = kubeschema.Builtins()
+	}
+	r := &reader{doc: doc, apiVersion: doc.Field("apiVersion"), kind: doc.Field("kind"), kinds: kinds}
 	switch {
 	case err == nil && gv.Group == Group && (gv.Version == "v1" || gv.Version == "v2beta1") && (r.kind == "ClusterPolicy" || r.kind == "Policy"):
 		// kyverno.io/v2beta1 (deprecated) holds the same fields; Kyverno's
@@ -69,6 +81,7 @@ type reader struct {
 	doc        *source.Doc
 	apiVersion string
 	kind       string
+	kinds      *kubeschema.Resolver
 	policies   []*ir.Policy
 	skipped    []ir.Skipped
 	diags      diag.Diagnostics

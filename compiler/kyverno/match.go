@@ -3,7 +3,6 @@ package kyverno
 import (
 	"fmt"
 	"regexp"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/admitc/admitc/internal/apiconv"
-	"github.com/admitc/admitc/internal/apiresources"
 	"github.com/admitc/admitc/ir"
 )
 
@@ -46,6 +44,8 @@ func celMap(field string) string {
 // loweredMatch is what a rule's match and exclude become.
 type loweredMatch struct {
 	constraints *ir.MatchResources
+	// unresolved are the kinds the match names that did not resolve.
+	unresolved []ir.UnresolvedKind
 	// condition is CEL that is true when Kyverno matches the request; empty
 	// when the constraints decide alone.
 	condition string
@@ -67,7 +67,7 @@ func withFix(why, fix string) string {
 
 // lowerMatch lowers a rule's match and exclude; policyNamespace is a
 // namespaced Policy's namespace, whose rules see only objects in it.
-func lowerMatch(rule kyvernov1.Rule, path, policyNamespace string) (loweredMatch, *refusal) {
+func (r *reader) lowerMatch(rule kyvernov1.Rule, path, policyNamespace string) (loweredMatch, *refusal) {
 	if f := userInfoRefusal(rule, path); f != nil {
 		return loweredMatch{}, f
 	}
@@ -76,7 +76,8 @@ func lowerMatch(rule kyvernov1.Rule, path, policyNamespace string) (loweredMatch
 	if f != nil {
 		return loweredMatch{}, f
 	}
-	out := loweredMatch{constraints: &ir.MatchResources{ResourceRules: resourceRules(match), NamespaceSelector: apiconv.FromSelector(sel), MatchPolicy: ir.Equivalent}}
+	rules := r.resourceRules(&rule.MatchResources, path+".match")
+	out := loweredMatch{constraints: &ir.MatchResources{ResourceRules: rules.rules, NamespaceSelector: apiconv.FromSelector(sel), MatchPolicy: ir.Equivalent}, unresolved: rules.unresolved}
 	if simple(rule, match) && policyNamespace == "" {
 		return out, nil
 	}
@@ -228,131 +229,6 @@ func namespaceSelector(rule kyvernov1.Rule, path string) (*metav1.LabelSelector,
 		sort.SliceStable(out.MatchExpressions, func(i, j int) bool { return out.MatchExpressions[i].Key < out.MatchExpressions[j].Key })
 	}
 	return out, nil
-}
-
-// resourceRules cover every kind the filters name, on their operations
-// (every resource, every operation, when a filter names none): a kind is
-// resolved to the resources that serve it (Pod: the core group's pods), and
-// resources of one group, version and operations share a rule.
-func resourceRules(match kyvernov1.ResourceFilters) []ir.ResourceRule {
-	var out []ir.ResourceRule
-	seen := map[string]bool{}
-	for _, f := range match {
-		ops := []ir.Operation{"*"}
-		if len(f.Operations) > 0 {
-			ops = nil
-			for _, o := range f.Operations {
-				ops = append(ops, ir.Operation(o))
-			}
-		}
-		kinds := f.Kinds
-		if len(kinds) == 0 {
-			kinds = []string{"*/*"}
-		}
-		for _, k := range kinds {
-			for _, rr := range kindRules(k, ops) {
-				key := fmt.Sprint(rr)
-				if !seen[key] {
-					seen[key] = true
-					out = append(out, rr)
-				}
-			}
-		}
-	}
-	return mergeRules(out)
-}
-
-// mergeRules joins rules that differ in their resources only, in the order
-// of the first of each.
-func mergeRules(rules []ir.ResourceRule) []ir.ResourceRule {
-	var out []ir.ResourceRule
-	at := map[string]int{}
-	for _, r := range rules {
-		key := fmt.Sprint(r.APIGroups, r.APIVersions, r.Operations, r.Scope, r.ResourceNames)
-		if i, ok := at[key]; ok && !slices.Contains(r.Resources, "*") && !slices.Contains(out[i].Resources, "*") {
-			for _, res := range r.Resources {
-				if !slices.Contains(out[i].Resources, res) {
-					out[i].Resources = append(out[i].Resources, res)
-				}
-			}
-			continue
-		}
-		at[key] = len(out)
-		out = append(out, r)
-	}
-	return out
-}
-
-// kindRules are the resource rules that cover a Kyverno kind selector: for
-// a built-in kind, its resource in each group that serves it, in the
-// group's preferred version (matchPolicy Equivalent covers the others),
-// or the selector's version; for a kind admitc does not know, every group
-// and the kind's conventional plural.
-func kindRules(k string, ops []ir.Operation) []ir.ResourceRule {
-	g, v, kind, _ := parseKindSelector(k)
-	if hasWildcard(kind) || hasWildcard(g) && g != "*" || hasWildcard(v) && v != "*" {
-		return []ir.ResourceRule{kindRule(k, ops)}
-	}
-	served := apiresources.ByKind(g, kind)
-	if len(served) == 0 {
-		return []ir.ResourceRule{kindRule(k, ops)}
-	}
-	var out []ir.ResourceRule
-	for _, res := range served {
-		version := res.Version
-		if v != "*" {
-			version = v
-		}
-		rr := kindRule(k, ops)
-		rr.APIGroups, rr.APIVersions = []string{res.Group}, []string{version}
-		for i, r := range rr.Resources {
-			rr.Resources[i] = res.Resource + r[len(strings.SplitN(r, "/", 2)[0]):]
-		}
-		out = append(out, rr)
-	}
-	return out
-}
-
-// kindRule is a resource rule that covers a Kyverno kind selector.
-func kindRule(k string, ops []ir.Operation) ir.ResourceRule {
-	g, v, kind, sub := parseKindSelector(k)
-	group, version := g, v
-	if hasWildcard(g) {
-		group = "*"
-	}
-	if hasWildcard(v) {
-		version = "*"
-	}
-	resource := "*"
-	if !hasWildcard(kind) {
-		lookup := group
-		if group == "*" {
-			lookup = groupOfKind(kind)
-		}
-		resource = ir.ResourceForKind(lookup, kind)
-	}
-	resources := []string{resource}
-	switch {
-	case sub != "" && hasWildcard(sub):
-		resources = []string{resource + "/*"}
-	case sub != "":
-		resources = []string{resource + "/" + sub}
-	case kind == "Pod" && (group == "*" || group == "") && (version == "*" || version == "v1"):
-		// Kyverno lets Pod match kubectl debug's pods/ephemeralcontainers.
-		resources = append(resources, "pods/ephemeralcontainers")
-	}
-	return ir.ResourceRule{APIGroups: []string{group}, APIVersions: []string{version}, Resources: resources, Operations: ops, Scope: "*"}
-}
-
-// groupOfKind is the API group admitc's kind tables know for kind, or "".
-func groupOfKind(kind string) string {
-	if k, ok := ir.WorkloadKindByName(kind); ok {
-		return k.Resource.Group
-	}
-	if k, ok := ir.OtherKindByName(kind); ok {
-		return k.Resource.Group
-	}
-	return ""
 }
 
 // excludeCEL is true when the exclude excludes the request: any filter

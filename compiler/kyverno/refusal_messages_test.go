@@ -182,7 +182,7 @@ func readRefusals(t *testing.T, path string, data []byte) []string {
 		if _, kyvernoKind := kyvernoGroups[groupOf(d.Field("apiVersion"))]; !kyvernoKind {
 			continue
 		}
-		res, diags := kyverno.Read(d)
+		res, diags := kyverno.Read(d, kyverno.Options{})
 		for _, dg := range diags {
 			out = append(out, dg.String())
 		}

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/admitc/admitc/compiler/kyverno/typed"
-	"github.com/admitc/admitc/internal/apiresources"
 	"github.com/admitc/admitc/internal/celbuild"
 	"github.com/admitc/admitc/internal/kubeschema"
 	"github.com/admitc/admitc/ir"
@@ -31,15 +30,6 @@ import (
 // violates it too: allowExistingViolations).
 const offlineSkipReason = "the old object violates the rule too (allowExistingViolations)"
 
-// schemas is the schema resolver of the built-in kinds, shared.
-var schemas = func() *kubeschema.Resolver {
-	r, err := kubeschema.NewResolver()
-	if err != nil {
-		panic(err)
-	}
-	return r
-}()
-
 // typedPatternRule is pol, a lowered pattern rule, written against the
 // schema of the kinds its rule matches, with pol as its Dynamic form; nil
 // when the pattern or the rule holds what the typed translation does not
@@ -49,7 +39,7 @@ func (r *reader) typedPatternRule(pol *ir.Policy, c computedRule, m loweredMatch
 	if pol.ParamKind != nil || len(pol.Variables) != len(patternVariables(pol)) || strings.Contains(v.Message, "{{") || messageReferences(v.Message) {
 		return nil
 	}
-	nodes := ruleSchemas(c.rule)
+	nodes := r.ruleSchemas(c.rule)
 	if len(nodes) == 0 {
 		return nil
 	}
@@ -197,9 +187,11 @@ func (o typedOutcome) message(b *celbuild.Builder, rule, message string) celbuil
 }
 
 // ruleSchemas are the schemas of the kinds a rule matches: every kind of
-// its match filters, each a built-in kind (a wildcard, a kind admitc does
-// not know or an exclude that names kinds gives none).
-func ruleSchemas(rule kyvernov1.Rule) []kubeschema.Node {
+// its match filters, each a built-in kind or a CRD's, in every version the
+// rule matches (a CRD's served versions, or the one the kind names); a
+// wildcard, a kind that does not resolve or a version without a schema
+// gives none.
+func (r *reader) ruleSchemas(rule kyvernov1.Rule) []kubeschema.Node {
 	var out []kubeschema.Node
 	for _, f := range filters(&rule.MatchResources) {
 		if len(f.Kinds) == 0 {
@@ -210,16 +202,16 @@ func ruleSchemas(rule kyvernov1.Rule) []kubeschema.Node {
 			if hasWildcard(kind) || hasWildcard(ver) && ver != "*" || hasWildcard(g) && g != "*" {
 				return nil
 			}
-			res := apiresources.ByKind(g, kind)
+			res := r.kinds.Resources(g, kind)
 			if len(res) == 0 {
 				return nil
 			}
-			for _, r := range res {
-				version := r.Version
+			for _, s := range res {
+				version := s.Version
 				if ver != "*" {
 					version = ver
 				}
-				n, ok := schemas.Schema(schema.GroupVersionKind{Group: r.Group, Version: version, Kind: kind})
+				n, ok := r.kinds.Schema(schema.GroupVersionKind{Group: s.Group, Version: version, Kind: kind})
 				if !ok {
 					return nil
 				}

@@ -204,8 +204,12 @@ func (o *CompareOptions) upstreamStream() ([]byte, error) {
 	if err != nil {
 		return nil, usageError(err)
 	}
+	crds, err := o.Policies.crds()
+	if err != nil {
+		return nil, err
+	}
 	res, diags, err := generate.Run(generate.Request{Sources: srcs, Backends: []string{"vap", "map"},
-		Options: backends.Options{Namespaces: []string{o.Namespace}}})
+		Options: backends.Options{Namespaces: []string{o.Namespace}}, CRDs: crds})
 	if err != nil {
 		return nil, usageError(err)
 	}

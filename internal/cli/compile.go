@@ -210,7 +210,11 @@ func (o *CompileOptions) Run() error {
 	if err != nil {
 		return err
 	}
-	res, diags, err := generate.Run(generate.Request{Sources: srcs, Backends: o.Backends, Options: o.opts, WithIR: o.WithIR, KeepGoing: o.KeepGoing, KyvernoFilters: filters})
+	crds, err := o.Policies.crds()
+	if err != nil {
+		return err
+	}
+	res, diags, err := generate.Run(generate.Request{Sources: srcs, Backends: o.Backends, Options: o.opts, WithIR: o.WithIR, KeepGoing: o.KeepGoing, KyvernoFilters: filters, CRDs: crds})
 	if err != nil {
 		return usageError(filteredNamespaceError(err, filters))
 	}

@@ -22,6 +22,8 @@ type MigrateOptions struct {
 	Namespaces []string
 	// KyvernoFilters is --kyverno-filters (see policyFlags).
 	KyvernoFilters string
+	// CRDs is --crd (see policyFlags).
+	CRDs []string
 }
 
 // NewMigrateCommand returns `admitc migrate`.
@@ -119,6 +121,7 @@ that cannot be written.`,
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "text", "report format: text or json")
 	cmd.Flags().StringSliceVarP(&o.Namespaces, "namespace", "n", nil, "scope every written policy to these namespaces (kubernetes.io/metadata.name In ...): the successors' matchConstraints and the admission policies' bindings")
 	cmd.Flags().StringVar(&o.KyvernoFilters, "kyverno-filters", "default", kyvernoFiltersUsage+"; vap.yaml and map.yaml leave out what they leave out (the successors do not: Kyverno applies them itself)")
+	cmd.Flags().StringSliceVar(&o.CRDs, "crd", nil, crdUsage+" (the report says so under the policy, and the successors are still written)")
 	return cmd
 }
 
@@ -139,7 +142,11 @@ func (o *MigrateOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := migrate.Run(ctx, o.Paths, migrate.Options{Filters: filters, Namespaces: o.Namespaces})
+	crds, err := readCRDs(o.CRDs)
+	if err != nil {
+		return err
+	}
+	res, err := migrate.Run(ctx, o.Paths, migrate.Options{Filters: filters, Namespaces: o.Namespaces, CRDs: crds})
 	if err != nil {
 		return usageError(filteredNamespaceError(err, filters))
 	}

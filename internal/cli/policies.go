@@ -8,6 +8,7 @@ import (
 	"io/fs"
 
 	"github.com/spf13/pflag"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/admitc/admitc/compiler"
@@ -34,7 +35,12 @@ type policyFlags struct {
 	// Unfiltered leaves the flag out and Kyverno's filters off (compare
 	// judges as kyverno apply does, with no installation's filters).
 	Unfiltered bool
+	// CRDs are the --crd files and directories.
+	CRDs []string
 }
+
+// crdUsage is the help of --crd.
+const crdUsage = `CustomResourceDefinitions (apiextensions.k8s.io/v1) that make the kinds they define known: a file or directory of YAML or JSON, multi-document, kubectl get crd -o yaml output included; repeat or comma-separate. A Kyverno rule on a CRD's kind then matches the CRD's group, served versions and plural, and is written against its schema; without it, an admission policy or webhook cannot name the kind's resources and the vap, map, webhook and static backends refuse it`
 
 // kyvernoFiltersUsage is the help of --kyverno-filters.
 const kyvernoFiltersUsage = `what a Kyverno installation keeps from its policies, applied to every Kyverno policy read: "default" (the v1.19 Helm chart's: namespaces kube-system, kube-public, kube-node-lease and kyverno; Events, Nodes, APIServices, TokenReviews, access reviews, Bindings, ReplicaSets, Kyverno's reports; requests by system:nodes), "none", or the file of your Kyverno's ConfigMap (kubectl get configmap kyverno -n kyverno -o yaml)`
@@ -53,6 +59,24 @@ func (f *policyFlags) add(fs *pflag.FlagSet) {
 	if !f.Unfiltered {
 		fs.StringVar(&f.KyvernoFilters, "kyverno-filters", "default", kyvernoFiltersUsage)
 	}
+	fs.StringSliceVar(&f.CRDs, "crd", nil, crdUsage)
+}
+
+// crds reads the --crd files.
+func (f *policyFlags) crds() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	return readCRDs(f.CRDs)
+}
+
+// readCRDs reads the CRDs of --crd; a failure is a usage error.
+func readCRDs(paths []string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	if len(paths) == 0 {
+		return nil, nil
+	}
+	crds, err := compiler.ReadCRDs(paths)
+	if err != nil {
+		return nil, usageError(fmt.Errorf("--crd: %w", err))
+	}
+	return crds, nil
 }
 
 // filters are Kyverno's filters --kyverno-filters names (nil: none).
@@ -123,7 +147,11 @@ func (f *policyFlags) compile(kubeVersion *version.Version) (*ir.PolicySet, erro
 	if err != nil {
 		return nil, err
 	}
-	set, diags := compiler.Compile(srcs, compiler.Options{KubeVersion: kubeVersion})
+	crds, err := f.crds()
+	if err != nil {
+		return nil, err
+	}
+	set, diags := compiler.Compile(srcs, compiler.Options{KubeVersion: kubeVersion, CRDs: crds})
 	if len(diags) > 0 {
 		return nil, usageError(fmt.Errorf("policies do not compile:\n%s", diags.Error()))
 	}

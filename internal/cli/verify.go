@@ -20,6 +20,8 @@ type VerifyOptions struct {
 	Strict   bool
 	FileName string
 	Selector string
+	// CRDs is --crd (see policyFlags).
+	CRDs []string
 }
 
 // NewVerifyCommand returns `admitc verify`.
@@ -100,6 +102,7 @@ malformed files, or a malformed --test-case-selector.`,
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "table", "output format: table, json, junit or markdown")
 	cmd.Flags().BoolVar(&o.Strict, "strict", false, "fail the run on warnings (a result naming a rule or resource that does not exist) and on results without a response")
 	cmd.Flags().StringVarP(&o.FileName, "file-name", "f", verify.DefaultTestFileName, "the name of the Kyverno test files run in a directory (as kyverno test --file-name)")
+	cmd.Flags().StringSliceVar(&o.CRDs, "crd", nil, "CustomResourceDefinitions (apiextensions.k8s.io/v1) that make the kinds they define known to the Kyverno tests' policies: a file or directory of YAML or JSON; repeat or comma-separate. A rule on a CRD's kind then matches the CRD's group and is written against its schema, as compile --crd writes it; without it, such a rule matches its kind in any group, as before")
 	cmd.Flags().StringVarP(&o.Selector, "test-case-selector", "t", "policy=*,rule=*,resource=*", "run only the Kyverno test results selected (as kyverno test): policy=GLOB,rule=GLOB,resource=GLOB, wildcards * and ?")
 	return cmd
 }
@@ -129,7 +132,11 @@ func (o *VerifyOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return usageError(err)
 	}
-	formats := []verify.Format{verify.Gator{}, verify.Kyverno{FileName: o.FileName, Selector: sel}}
+	crds, err := readCRDs(o.CRDs)
+	if err != nil {
+		return err
+	}
+	formats := []verify.Format{verify.Gator{}, verify.Kyverno{FileName: o.FileName, Selector: sel, CRDs: crds}}
 	rep, err := verify.Run(ctx, o.Paths, verify.Options{Formats: formats, Strict: o.Strict})
 	if err != nil {
 		return usageError(err)

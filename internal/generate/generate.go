@@ -8,8 +8,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"github.com/admitc/admitc/backends"
 	"github.com/admitc/admitc/backends/gatekeeper"
@@ -99,6 +102,9 @@ type Request struct {
 	// Budget bounds what compiling each file may cost (see
 	// compiler.Options.Budget); its zero value is the defaults.
 	Budget compiler.Budget
+	// CRDs make the kinds they define resolvable (see
+	// compiler.Options.CRDs).
+	CRDs []*apiextensionsv1.CustomResourceDefinition
 }
 
 // Result is the compiled set and its files, one per selected backend (a
@@ -116,7 +122,7 @@ func Run(req Request) (*Result, diag.Diagnostics, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	set, diags := compiler.Compile(req.Sources, compiler.Options{KubeVersion: req.Options.KubeVersion, KeepGoing: req.KeepGoing, Budget: req.Budget})
+	set, diags := compiler.Compile(req.Sources, compiler.Options{KubeVersion: req.Options.KubeVersion, KeepGoing: req.KeepGoing, Budget: req.Budget, CRDs: req.CRDs})
 	if len(diags) > 0 {
 		return nil, diags, nil
 	}
@@ -141,7 +147,9 @@ func Run(req Request) (*Result, diag.Diagnostics, error) {
 			return nil, nil, err
 		}
 		diags.Sort()
-		return nil, diags, nil
+		// Backends that refuse the same thing (a kind that did not resolve,
+		// for vap and webhook) say it once.
+		return nil, slices.CompactFunc(diags, func(a, b diag.Diagnostic) bool { return a.Origin == b.Origin && a.Message == b.Message }), nil
 	}
 	return &Result{Set: set, Files: files}, nil, nil
 }

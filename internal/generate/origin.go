@@ -21,6 +21,7 @@ func portable(set *ir.PolicySet) *ir.PolicySet {
 		p.Validations = portableValidations(p.Validations)
 		p.AuditAnnotations = portableAudit(p.AuditAnnotations)
 		p.Mutations = portableMutations(p.Mutations)
+		p.UnresolvedKinds = portableKinds(p.UnresolvedKinds)
 		out.Policies[i] = p
 	}
 	return out
@@ -65,6 +66,14 @@ func portableAudit(in []ir.AuditAnnotation) []ir.AuditAnnotation {
 
 func portableMutations(in []ir.Mutation) []ir.Mutation {
 	out := append([]ir.Mutation(nil), in...)
+	for i := range out {
+		out[i].Origin = portableOrigin(out[i].Origin)
+	}
+	return out
+}
+
+func portableKinds(in []ir.UnresolvedKind) []ir.UnresolvedKind {
+	out := append([]ir.UnresolvedKind(nil), in...)
 	for i := range out {
 		out[i].Origin = portableOrigin(out[i].Origin)
 	}

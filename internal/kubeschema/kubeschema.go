@@ -1,20 +1,22 @@
-// Package kubeschema knows the schema of the kinds a policy matches, as
-// the API server knows it: built-in kinds from the Kubernetes release's
-// generated OpenAPI definitions (k8s.io/kubernetes/pkg/generated/openapi,
-// resolved by k8s.io/apiserver's DefinitionsSchemaResolver, as
-// kube-controller-manager's admission policy type checker resolves them),
-// custom resources from their CRD's schema when given. A translation asks
+// Package kubeschema knows what the kinds a policy matches are: the
+// resources that serve them (Resolver.Resources: built-in kinds from
+// internal/apiresources, custom resources from their CRD), and their
+// schema as the API server knows it: built-in kinds from the Kubernetes
+// release's generated OpenAPI definitions
+// (k8s.io/kubernetes/pkg/generated/openapi, resolved by k8s.io/apiserver's
+// DefinitionsSchemaResolver, as kube-controller-manager's admission policy
+// type checker resolves them), custom resources from their CRD's schema
+// when given. A translation asks
 // it what type a field has and whether every object the API server hands
 // to admission has it, so it can leave out the checks the schema makes
 // moot; the runtime asks it whether an object offline is shaped as the
 // schema says before judging it with such a translation (Conforms).
 //
-// It imports Kubernetes' API machinery only, never a frontend or backend.
+// It imports Kubernetes' API machinery and internal/apiresources only,
+// never a frontend or backend.
 package kubeschema
 
 import (
-	"encoding/json"
-	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -27,6 +29,8 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 	"k8s.io/kubernetes/pkg/generated/openapi"
+
+	"github.com/admitc/admitc/internal/apiresources"
 )
 
 // Shape is what a schema node holds.
@@ -99,7 +103,8 @@ func (n Node) Shape() Shape {
 func (p part) shape() Shape {
 	s := p.s
 	switch {
-	case s == nil:
+	case s == nil, s.Nullable:
+		// A nullable field of a custom resource may hold null.
 		return Unknown
 	case isIntOrString(s):
 		return IntOrString
@@ -147,31 +152,56 @@ func typeOf(s *spec.Schema) string {
 }
 
 func isIntOrString(s *spec.Schema) bool {
-	v, ok := s.Extensions["x-kubernetes-int-or-string"].(bool)
-	return ok && v || s.Format == "int-or-string"
+	return extension(s, "x-kubernetes-int-or-string") || s.Format == "int-or-string"
 }
 
-// Field is the property name of an object node; ok is false when no kind
-// has it, and a field some kinds have and others not is Unknown.
+// Field is the property name of an object node (of an Unknown node: an
+// Unknown node); ok is false when no kind has it (the API server drops a
+// field its schema does not have). A field some kinds have and others not
+// is Unknown, and so is one a kind's schema leaves open:
+// x-kubernetes-preserve-unknown-fields keeps fields it does not name, and
+// an embedded resource has apiVersion, kind and metadata whether it names
+// them or not.
 func (n Node) Field(name string) (Node, bool) {
-	if n.Shape() != Object {
+	switch n.Shape() {
+	case Object:
+	case Unknown:
+		return Node{parts: []part{{}}}, true
+	default:
 		return Node{}, false
 	}
 	var out Node
-	found := 0
+	found, open := 0, 0
 	for _, p := range n.parts {
 		if c, ok := p.s.Properties[name]; ok {
 			out.parts = append(out.parts, part{s: &c, goType: fieldType(p.goType, name)})
 			found++
+		} else if p.keeps(name) {
+			open++
 		}
 	}
 	switch {
-	case found == 0:
+	case found == 0 && open == 0:
 		return Node{}, false
 	case found < len(n.parts):
 		return Node{parts: []part{{}}}, true
 	}
 	return out, true
+}
+
+// keeps says whether an object of this schema may hold the property name
+// that the schema does not list.
+func (p part) keeps(name string) bool {
+	if extension(p.s, "x-kubernetes-preserve-unknown-fields") {
+		return true
+	}
+	return extension(p.s, "x-kubernetes-embedded-resource") && (name == "apiVersion" || name == "kind" || name == "metadata")
+}
+
+// extension is a boolean vendor extension of s.
+func extension(s *spec.Schema, name string) bool {
+	v, ok := s.Extensions[name].(bool)
+	return ok && v
 }
 
 // AlwaysPresent says whether every object the API server serialises has
@@ -310,10 +340,15 @@ func elem(t reflect.Type) reflect.Type {
 	return nil
 }
 
-// Resolver gives the schema of a kind: built-in kinds from the release's
-// OpenAPI definitions, custom resources from the CRDs given.
+// Resolver gives what a kind is: the resources that serve it and its
+// schema, for built-in kinds from the release (internal/apiresources and
+// the OpenAPI definitions), for custom resources from the CRDs given. It is
+// immutable once built, and safe to share.
 type Resolver struct {
 	crds map[schema.GroupVersionKind]*spec.Schema
+	// served are the CRDs' resources, one per served version, in the
+	// order the CRDs and their versions were given.
+	served []apiresources.Resource
 }
 
 var (
@@ -332,6 +367,36 @@ func NewResolver(crds ...*apiextensionsv1.CustomResourceDefinition) (*Resolver, 
 		}
 	}
 	return r, nil
+}
+
+// Builtins resolves the built-in kinds only.
+func Builtins() *Resolver {
+	return &Resolver{crds: map[schema.GroupVersionKind]*spec.Schema{}}
+}
+
+// Resource is a REST resource that serves a kind.
+type Resource struct {
+	apiresources.Resource
+	// Custom says a CRD given defines it.
+	Custom bool
+}
+
+// Resources are the resources that serve kind in group ("*": any group):
+// a built-in kind's in each group's preferred version (matchPolicy
+// Equivalent covers the others), a CRD's in each version it serves, in the
+// CRD's order. None means the kind is neither built in nor defined by a
+// CRD given.
+func (r *Resolver) Resources(group, kind string) []Resource {
+	var out []Resource
+	for _, res := range apiresources.ByKind(group, kind) {
+		out = append(out, Resource{Resource: res})
+	}
+	for _, res := range r.served {
+		if res.Kind == kind && (group == "*" || res.Group == group) {
+			out = append(out, Resource{Resource: res, Custom: true})
+		}
+	}
+	return out
 }
 
 // Schema is the root node of gvk's schema; ok is false for a kind neither
@@ -366,58 +431,4 @@ func builtinSchema(gvk schema.GroupVersionKind) (*spec.Schema, error) {
 	}
 	builtinCache[gvk] = s
 	return s, nil
-}
-
-// addCRD adds the served versions of a CRD that have a schema.
-func (r *Resolver) addCRD(crd *apiextensionsv1.CustomResourceDefinition) error {
-	for _, v := range crd.Spec.Versions {
-		if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
-			continue
-		}
-		s, err := specSchema(v.Schema.OpenAPIV3Schema)
-		if err != nil {
-			return fmt.Errorf("CRD %s version %s: %w", crd.Name, v.Name, err)
-		}
-		r.crds[schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind}] = withObjectMeta(s)
-	}
-	return nil
-}
-
-// specSchema converts a CRD's schema to the OpenAPI schema the built-in
-// kinds have (the JSON of both is OpenAPI v3).
-func specSchema(p *apiextensionsv1.JSONSchemaProps) (*spec.Schema, error) {
-	data, err := json.Marshal(p)
-	if err != nil {
-		return nil, err
-	}
-	s := &spec.Schema{}
-	if err := json.Unmarshal(data, s); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
-// withObjectMeta gives a custom resource's schema the metadata every
-// object has (a CRD's schema may say only type: object), as the API
-// server does.
-func withObjectMeta(s *spec.Schema) *spec.Schema {
-	if m, ok := s.Properties["metadata"]; ok && len(m.Properties) > 0 {
-		return s
-	}
-	pod, err := builtinSchema(schema.GroupVersionKind{Version: "v1", Kind: "Pod"})
-	if err != nil {
-		return s
-	}
-	out := *s
-	out.Properties = map[string]spec.Schema{}
-	for k, v := range s.Properties {
-		out.Properties[k] = v
-	}
-	out.Properties["metadata"] = pod.Properties["metadata"]
-	for _, f := range []string{"apiVersion", "kind"} {
-		if _, ok := out.Properties[f]; !ok {
-			out.Properties[f] = *spec.StringProperty()
-		}
-	}
-	return &out
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"github.com/admitc/admitc/compiler"
 	"github.com/admitc/admitc/internal/inputfile"
@@ -139,7 +140,7 @@ func migratable(apiVersion, kind string) bool {
 // file that cannot be read or has a diagnostic (refused, file to reason),
 // and compiling the rest again, until what is left compiles; inputs are
 // the files compiled. A diagnostic without a file is an error.
-func compileFiles(files []string) (set *ir.PolicySet, inputs []string, refused map[string]string, err error) {
+func compileFiles(files []string, crds []*apiextensionsv1.CustomResourceDefinition) (set *ir.PolicySet, inputs []string, refused map[string]string, err error) {
 	refused = map[string]string{}
 	var srcs []compiler.Source
 	for _, f := range files {
@@ -151,7 +152,7 @@ func compileFiles(files []string) (set *ir.PolicySet, inputs []string, refused m
 		srcs = append(srcs, src...)
 	}
 	for {
-		set, diags := compiler.Compile(srcs, compiler.Options{KeepGoing: true})
+		set, diags := compiler.Compile(srcs, compiler.Options{KeepGoing: true, CRDs: crds})
 		if len(diags) == 0 {
 			for _, s := range srcs {
 				inputs = append(inputs, s.Name)

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -70,6 +71,10 @@ type Options struct {
 	// Namespaces scope every written policy to these namespaces (the
 	// successors' matchConstraints, the admission policies' bindings).
 	Namespaces []string
+	// CRDs make the kinds they define resolvable (see
+	// compiler.Options.CRDs): an admission policy is written for a rule
+	// on a custom resource only when its CRD is given.
+	CRDs []*apiextensionsv1.CustomResourceDefinition
 }
 
 // Run migrates the policies in paths (files, or directories searched
@@ -85,7 +90,7 @@ func Run(ctx context.Context, paths []string, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	set, inputs, refused, err := compileFiles(cands)
+	set, inputs, refused, err := compileFiles(cands, opts.CRDs)
 	if err != nil {
 		return nil, err
 	}
@@ -264,6 +269,10 @@ func (s *source) native() (map[string][]runtime.Object, error) {
 	for _, p := range s.policies {
 		if n, ok := s.enforced[p.Name]; ok {
 			p = n
+		}
+		if why := backends.UnresolvedKindsReason(p); why != "" {
+			s.report.NativeRefused = append(s.report.NativeRefused, NativeName(p.Name)+": "+why)
+			continue
 		}
 		q, diags := backends.ForAPIServer(validNames(p), nil)
 		if len(diags) > 0 {

@@ -9,6 +9,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -36,6 +37,10 @@ type Kyverno struct {
 	// Selector filters the expected results (kyverno test
 	// --test-case-selector); the zero Selector selects all.
 	Selector Selector
+	// CRDs make the kinds they define resolvable (see
+	// compiler.Options.CRDs); without them a rule on a custom resource
+	// matches its kind in every group, as it always has offline.
+	CRDs []*apiextensionsv1.CustomResourceDefinition
 }
 
 // DefaultTestFileName is the name kyverno test looks for in a directory.
@@ -210,7 +215,7 @@ func (k Kyverno) Run(ctx context.Context, file string, data []byte) ([]Result, [
 	if len(t.Results) == 0 {
 		return []Result{{File: file, Test: t.Name, Outcome: NoResponse, Reason: NoResultsReason}}, nil
 	}
-	s, err := loadSuite(filepath.Dir(file), &t)
+	s, err := loadSuiteWith(filepath.Dir(file), &t, k.CRDs)
 	var out []Result
 	for _, res := range t.Results {
 		if !k.Selector.selects(res) {

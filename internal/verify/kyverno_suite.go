@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -46,6 +47,8 @@ type kyvernoSuite struct {
 	clusterLabels map[string]map[string]string
 	// runs caches each resource's evaluation per operation.
 	runs map[string]*evaluationRun
+	// crds make the kinds they define resolvable (verify --crd).
+	crds []*apiextensionsv1.CustomResourceDefinition
 	// ignored says, by duplicateKey, where the resources that kyverno test
 	// ignores as duplicates of one it judges were read.
 	ignored map[string][]string
@@ -53,7 +56,12 @@ type kyvernoSuite struct {
 
 // loadSuite reads everything a test names, relative to dir.
 func loadSuite(dir string, t *kyvernoTest) (*kyvernoSuite, error) {
-	s := &kyvernoSuite{dir: dir, values: t.Values, user: &user.DefaultInfo{}, runs: map[string]*evaluationRun{}}
+	return loadSuiteWith(dir, t, nil)
+}
+
+// loadSuiteWith is loadSuite with the kinds of crds resolvable.
+func loadSuiteWith(dir string, t *kyvernoTest, crds []*apiextensionsv1.CustomResourceDefinition) (*kyvernoSuite, error) {
+	s := &kyvernoSuite{dir: dir, values: t.Values, user: &user.DefaultInfo{}, runs: map[string]*evaluationRun{}, crds: crds}
 	if len(t.Policies) == 0 {
 		return nil, fmt.Errorf("malformed Kyverno test: no policies")
 	}
@@ -136,7 +144,7 @@ func (s *kyvernoSuite) compile(policies []string) error {
 	if err != nil {
 		return err
 	}
-	set, diags := compiler.Compile(sources, compiler.Options{KeepGoing: true})
+	set, diags := compiler.Compile(sources, compiler.Options{KeepGoing: true, CRDs: s.crds})
 	if len(diags) > 0 {
 		return fmt.Errorf("policies do not compile: %s", diags.Error())
 	}
