@@ -198,7 +198,7 @@ func (r *reader) rule(p *clusterPolicyObject, c computedRule) {
 		}
 	}
 	if pol.Dynamic == nil && v.CEL == nil && Translated(pol) {
-		if sp := simplifiedRule(pol, c); sp != nil {
+		if sp := r.simplifiedRule(pol, c); sp != nil {
 			pol = sp
 		}
 	}

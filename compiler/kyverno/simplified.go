@@ -21,8 +21,8 @@ import (
 // simplifiedRule is pol with every expression simplified against the
 // schema of its rule's kinds; nil when a kind has no known schema, or an
 // expression does not simplify or type-check.
-func simplifiedRule(pol *ir.Policy, c computedRule) *ir.Policy {
-	nodes := ruleSchemas(c.rule)
+func (r *reader) simplifiedRule(pol *ir.Policy, c computedRule) *ir.Policy {
+	nodes := r.ruleSchemas(c.rule)
 	if len(nodes) == 0 || pol.Dynamic != nil {
 		if os.Getenv("ADMITC_DEBUG_SIMPLIFY") != "" {
 			fmt.Fprintf(os.Stderr, "simplify %s: %d schemas\n", pol.Name, len(nodes))

@@ -35,7 +35,7 @@ func (r *reader) typedDenyRule(pol *ir.Policy, c computedRule, m loweredMatch, e
 	if pol.ParamKind != nil || len(pol.Variables) != len(denyVariables(pol)) {
 		return nil
 	}
-	nodes := ruleSchemas(c.rule)
+	nodes := r.ruleSchemas(c.rule)
 	if len(nodes) == 0 {
 		return nil
 	}

@@ -34,7 +34,7 @@ func (r *reader) typedForEachRule(pol *ir.Policy, c computedRule, m loweredMatch
 	if pol.ParamKind != nil || slices.ContainsFunc(pol.Variables, func(v ir.NamedExpression) bool { return !isForEachVariable(v.Name) }) {
 		return nil
 	}
-	nodes := ruleSchemas(c.rule)
+	nodes := r.ruleSchemas(c.rule)
 	if len(nodes) == 0 {
 		return nil
 	}
