@@ -37,7 +37,7 @@ type Request struct {
 	// Explain asks for Result.Trace.
 	Explain bool
 	// Offline asks for the policies' offline annotations (a Kyverno rule's
-	// skip), which the API server never evaluates (ir.Policy.OfflineAnnotations).
+	// skip or no response), which the API server never evaluates (ir.Policy.OfflineAnnotations).
 	Offline bool
 }
 

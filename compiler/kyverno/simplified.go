@@ -1,8 +1,6 @@
 package kyverno
 
 import (
-	"fmt"
-	"os"
 	"slices"
 
 	"github.com/admitc/admitc/internal/celenv"
@@ -22,21 +20,45 @@ import (
 // schema of its rule's kinds; nil when a kind has no known schema, or an
 // expression does not simplify or type-check.
 func (r *reader) simplifiedRule(pol *ir.Policy, c computedRule) *ir.Policy {
+	if pol.Dynamic != nil || celSize(pol) > maxSimplifiedSize {
+		return nil
+	}
 	nodes := r.ruleSchemas(c.rule)
-	if len(nodes) == 0 || pol.Dynamic != nil {
-		if os.Getenv("ADMITC_DEBUG_SIMPLIFY") != "" {
-			fmt.Fprintf(os.Stderr, "simplify %s: %d schemas\n", pol.Name, len(nodes))
-		}
+	if len(nodes) == 0 {
 		return nil
 	}
 	out, err := simplify(pol, kubeschema.Intersect(nodes...))
 	if err != nil {
-		if os.Getenv("ADMITC_DEBUG_SIMPLIFY") != "" {
-			fmt.Fprintf(os.Stderr, "simplify %s: %v\n", pol.Name, err)
-		}
 		return nil
 	}
 	return out
+}
+
+// maxSimplifiedSize bounds the CEL a rule may hold for the simplifier to
+// take it: simplifying and type-checking twice what a nested foreach
+// emits costs more than the translation itself, and what is that large
+// keeps its exact form.
+const maxSimplifiedSize = 20_000
+
+// celSize is the number of characters of CEL in pol's expressions.
+func celSize(pol *ir.Policy) int {
+	n := 0
+	for _, v := range pol.MatchConditions {
+		n += len(v.Expression)
+	}
+	for _, v := range pol.Variables {
+		n += len(v.Expression)
+	}
+	for _, v := range pol.Validations {
+		n += len(v.Expression) + len(v.MessageExpression)
+	}
+	for _, a := range pol.AuditAnnotations {
+		n += len(a.ValueExpression)
+	}
+	for _, m := range pol.Mutations {
+		n += len(m.Expression)
+	}
+	return n
 }
 
 // simplify is pol with its expressions simplified against the schema n of

@@ -2,7 +2,6 @@ package kyverno
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 
@@ -41,9 +40,6 @@ func (r *reader) typedDenyRule(pol *ir.Policy, c computedRule, m loweredMatch, e
 	}
 	out, err := typedDenyWith(pol, c, m, enforce, kubeschema.Intersect(nodes...))
 	if err != nil {
-		if os.Getenv("ADMITC_DEBUG_TYPED") != "" {
-			fmt.Fprintf(os.Stderr, "typed deny %s: %v\n", pol.Name, err)
-		}
 		return nil
 	}
 	return out

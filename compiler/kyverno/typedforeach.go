@@ -2,7 +2,6 @@ package kyverno
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 
@@ -40,9 +39,6 @@ func (r *reader) typedForEachRule(pol *ir.Policy, c computedRule, m loweredMatch
 	}
 	out, err := typedForEachWith(pol, c, m, enforce, kubeschema.Intersect(nodes...))
 	if err != nil {
-		if os.Getenv("ADMITC_DEBUG_TYPED") != "" {
-			fmt.Fprintf(os.Stderr, "typed foreach %s: %v\n", pol.Name, err)
-		}
 		return nil
 	}
 	return out
@@ -225,9 +221,9 @@ func typedForEach(b *celbuild.Builder, t *typed.Translator, c computedRule, v *k
 			}
 			tv := &kyvernov1.Validation{RawPattern: fe.RawPattern, RawAnyPattern: fe.RawAnyPattern}
 			check := func(elem typed.Root) (typedOutcome, error) {
-				return translateTyped(b, t, tv, elem.Expr, elem.Node)
+				return translateTypedAt(b, t, tv, elem)
 			}
-			o, err := translateTyped(b, t, tv, el.Expr, el.Node)
+			o, err := translateTypedAt(b, t, tv, el)
 			if err != nil {
 				return foreachOutcome{}, err
 			}
@@ -243,7 +239,11 @@ func typedForEach(b *celbuild.Builder, t *typed.Translator, c computedRule, v *k
 				if err != nil {
 					return nil, err
 				}
-				return b.Add(b.String("validation failure: "), of.message(b, c.rule.Name, v.Message)), nil
+				m, ok := of.messageWith(b, t, roots, c.rule.Name, v.Message)
+				if !ok {
+					return nil, fmt.Errorf("entry %d: the rule's message", i)
+				}
+				return b.Add(b.String("validation failure: "), m), nil
 			}
 		default:
 			return foreachOutcome{}, fmt.Errorf("entry %d: no deny or pattern", i)
@@ -256,15 +256,21 @@ func typedForEach(b *celbuild.Builder, t *typed.Translator, c computedRule, v *k
 		if err != nil {
 			return foreachOutcome{}, err
 		}
-		first := loop.First(e)
-		if first == nil {
-			return foreachOutcome{}, fmt.Errorf("entry %d: a list of nested lists", i)
-		}
-		fr := el
-		fr.Expr = first
-		msg, err := message(fr)
+		msg, err := message(el)
 		if err != nil {
 			return foreachOutcome{}, err
+		}
+		if loop.Uses(msg) {
+			// The message reads the element: the first that fails.
+			first := loop.First(e)
+			if first == nil {
+				return foreachOutcome{}, fmt.Errorf("entry %d: a message on an element of nested lists", i)
+			}
+			fr := el
+			fr.Expr = first
+			if msg, err = message(fr); err != nil {
+				return foreachOutcome{}, err
+			}
 		}
 		fails = append(fails, loop.Exists(e))
 		counted = append(counted, loop.Exists(counts))

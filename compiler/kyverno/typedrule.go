@@ -117,8 +117,14 @@ type typedOutcome struct {
 }
 
 func translateTyped(b *celbuild.Builder, t *typed.Translator, v *kyvernov1.Validation, root celbuild.Expr, n kubeschema.Node) (typedOutcome, error) {
+	return translateTypedAt(b, t, v, typed.Root{Expr: root, Node: n})
+}
+
+// translateTypedAt is translateTyped over a value of the object (a
+// foreach element), its reads recorded at the value's schema paths.
+func translateTypedAt(b *celbuild.Builder, t *typed.Translator, v *kyvernov1.Validation, root typed.Root) (typedOutcome, error) {
 	if p := v.GetPattern(); p != nil {
-		c, err := t.Pattern(p, root, n)
+		c, err := t.PatternAt(p, root)
 		if err != nil {
 			return typedOutcome{}, err
 		}
@@ -131,7 +137,7 @@ func translateTyped(b *celbuild.Builder, t *typed.Translator, v *kyvernov1.Valid
 	out := typedOutcome{any: true}
 	var oks, skips []celbuild.Expr
 	for _, p := range ps {
-		c, err := t.Pattern(p, root, n)
+		c, err := t.PatternAt(p, root)
 		if err != nil {
 			return typedOutcome{}, err
 		}
@@ -168,8 +174,35 @@ func (o typedOutcome) message(b *celbuild.Builder, rule, message string) celbuil
 		}
 		prefix += message + " "
 	}
+	return o.messageAfter(b, rule, b.String(strings.TrimSuffix(prefix, " ")))
+}
+
+// messageWith is message for a message with {{ }} variables, as t
+// substitutes them on roots; false when it holds what the typed
+// translation does not take.
+func (o typedOutcome) messageWith(b *celbuild.Builder, t *typed.Translator, roots typed.Roots, rule, message string) (celbuild.Expr, bool) {
+	if !strings.Contains(message, "{{") {
+		return o.message(b, rule, message), true
+	}
+	if messageReferences(message) || strings.HasSuffix(strings.TrimSpace(message), "}}") {
+		// Whether Kyverno adds the period depends on the value.
+		return nil, false
+	}
+	if !strings.HasSuffix(message, ".") {
+		message += "."
+	}
+	m, err := t.Message(message, roots)
+	if err != nil {
+		return nil, false
+	}
+	return o.messageAfter(b, rule, b.Add(b.String("validation error: "), m)), true
+}
+
+// messageAfter is the message after its head ("validation error:" and
+// the rule's message).
+func (o typedOutcome) messageAfter(b *celbuild.Builder, rule string, head celbuild.Expr) celbuild.Expr {
 	if !o.any {
-		return b.Add(b.String(prefix+"rule "+rule+" failed at path "), o.checks[0].Path)
+		return b.Add(b.Add(head, b.String(" rule "+rule+" failed at path ")), o.checks[0].Path)
 	}
 	var out celbuild.Expr
 	for i, c := range o.checks {
@@ -183,7 +216,7 @@ func (o typedOutcome) message(b *celbuild.Builder, rule, message string) celbuil
 			out = b.Add(out, part)
 		}
 	}
-	return b.Add(b.String(strings.TrimSuffix(prefix, " ")), out)
+	return b.Add(head, out)
 }
 
 // ruleSchemas are the schemas of the kinds a rule matches: every kind of

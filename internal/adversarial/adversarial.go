@@ -71,3 +71,16 @@ func FlatForEach(n int) []byte {
 	}
 	return []byte(b.String())
 }
+
+// FlatForEachUnresolved is FlatForEach with each entry denying one
+// runAsUser: the key does not resolve on a container without it, so the
+// rule keeps its exact form, whose CEL grows with n.
+func FlatForEachUnresolved(n int) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, header, "flat-foreach-unresolved")
+	b.WriteString("      foreach:\n")
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "      - list: request.object.spec.containers\n        deny:\n          conditions:\n            any:\n            - key: \"{{ element.securityContext.runAsUser }}\"\n              operator: Equals\n              value: %d\n", i)
+	}
+	return []byte(b.String())
+}

@@ -142,7 +142,28 @@ func (b *Builder) In(x, container Expr) Expr { return b.Call(operators.In, x, co
 func (b *Builder) Size(e Expr) Expr { return b.Member("size", e) }
 
 // Add is x + y.
-func (b *Builder) Add(x, y Expr) Expr { return b.Call(operators.Add, x, y) }
+func (b *Builder) Add(x, y Expr) Expr {
+	if xs, ok := stringLit(x); ok {
+		if ys, ok := stringLit(y); ok {
+			return b.String(xs + ys)
+		}
+		// "a" + ("b" + z) is "ab" + z.
+		if y.Kind() == ast.CallKind && y.AsCall().FunctionName() == operators.Add {
+			if ys, ok := stringLit(y.AsCall().Args()[0]); ok {
+				return b.Add(b.String(xs+ys), y.AsCall().Args()[1])
+			}
+		}
+	}
+	return b.Call(operators.Add, x, y)
+}
+
+func stringLit(e Expr) (string, bool) {
+	if e.Kind() != ast.LiteralKind {
+		return "", false
+	}
+	s, ok := e.AsLiteral().(types.String)
+	return string(s), ok
+}
 
 // Eq is x == y.
 func (b *Builder) Eq(x, y Expr) Expr {
@@ -450,12 +471,45 @@ type adoption struct {
 	count *int
 	// muted stops counting (a macro's call, counted in its expansion).
 	muted bool
+	// memo is what each node already copied became, by its ID.
+	memo map[int64]adopted
 }
 
 func (a *adoption) adopt(e Expr) Expr {
+	if m, ok := a.memo[e.ID()]; ok && e.ID() != 0 {
+		// A node met again (a macro's body is in its expansion and in its
+		// call): copied once, or adoption doubles with every nested macro.
+		if a.count != nil && !a.muted {
+			*a.count += m.uses
+		}
+		return m.out
+	}
+	before := 0
+	if a.count != nil {
+		before = *a.count
+	}
 	out := a.copy(e)
 	a.ids[e.ID()] = out.ID()
+	if e.ID() != 0 {
+		if a.memo == nil {
+			a.memo = map[int64]adopted{}
+		}
+		m := adopted{out: out}
+		if a.count != nil {
+			m.uses = *a.count - before
+		}
+		// Met first in a macro's call (muted), its uses are not known.
+		if !a.muted {
+			a.memo[e.ID()] = m
+		}
+	}
 	return out
+}
+
+// adopted is a node's copy, with the free uses of the name counted in it.
+type adopted struct {
+	out  Expr
+	uses int
 }
 
 func (a *adoption) copy(e Expr) Expr {
@@ -480,6 +534,14 @@ func (a *adoption) copy(e Expr) Expr {
 		s := e.AsSelect()
 		if s.IsTestOnly() {
 			out = b.fac.NewPresenceTest(b.id(), a.adopt(s.Operand()), s.FieldName())
+			if call, ok := info.GetMacroCall(e.ID()); ok {
+				// has(x.f): a macro that a nested macro's call refers to
+				// by its ID.
+				muted := a.muted
+				a.muted = true
+				b.info.SetMacroCall(out.ID(), a.macroCall(call, a))
+				a.muted = muted
+			}
 		} else {
 			out = b.fac.NewSelect(b.id(), a.adopt(s.Operand()), s.FieldName())
 		}
@@ -491,7 +553,11 @@ func (a *adoption) copy(e Expr) Expr {
 		}
 		switch fn := c.FunctionName(); {
 		case c.IsMemberFunction():
-			out = b.Member(fn, a.adopt(c.Target()), args...)
+			out = b.fold(b.Member(fn, a.adopt(c.Target()), args...))
+		case fn == operators.Equals && len(args) == 2:
+			out = b.fold(b.Eq(args[0], args[1]))
+		case fn == operators.NotEquals && len(args) == 2:
+			out = b.fold(b.Ne(args[0], args[1]))
 		case fn == operators.LogicalNot && len(args) == 1:
 			out = b.Not(args[0])
 		case fn == operators.LogicalAnd:
@@ -501,7 +567,7 @@ func (a *adoption) copy(e Expr) Expr {
 		case fn == operators.Conditional && len(args) == 3:
 			out = b.Ternary(args[0], args[1], args[2])
 		default:
-			out = b.Call(fn, args...)
+			out = b.fold(b.Call(fn, args...))
 		}
 	case ast.ListKind:
 		l := e.AsList()

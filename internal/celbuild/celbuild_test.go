@@ -29,3 +29,15 @@ func TestParseAdopts(t *testing.T) {
 	assert.Equal(t, `request.operation == "UPDATE" && object.spec.containers.all(c, c.image != "") && [1].exists(x, x > 0)`, b.MustPrint(b.And(e, b.Bool(true))))
 	assert.True(t, b.Same(b.Ident("a"), b.Ident("a")))
 }
+
+// A has() inside a macro's argument is a macro too: the outer macro's
+// call refers to it by ID, so adopting and substituting keep it printable.
+func TestParseAdoptsHasInsideMacros(t *testing.T) {
+	b := New()
+	e, err := b.Parse(`request.operation == "UPDATE" && !(has(request.userInfo.groups) && "admins" in request.userInfo.groups) && object.spec.containers.all(c, has(c.image))`)
+	assert.NoError(t, err)
+	const want = `request.operation == "UPDATE" && !(has(request.userInfo.groups) && "admins" in request.userInfo.groups) && object.spec.containers.all(c, has(c.image))`
+	assert.Equal(t, want, b.MustPrint(e))
+	l := b.Exists(b.Ident("xs"), "x", b.And(e, b.Has(b.Ident("x"), "f")))
+	assert.Equal(t, "xs.exists(x, "+want+" && has(x.f))", b.MustPrint(b.Substitute(l, "object", b.Ident("object"))))
+}

@@ -930,4 +930,3 @@ func (w *walker) transformList(target celbuild.Expr, tt Type, args []ast.Expr) (
 
 // Builder is the builder the simplifier writes with.
 func (s *Simplifier) Builder() *celbuild.Builder { return s.b }
-

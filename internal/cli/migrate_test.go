@@ -14,7 +14,7 @@ func TestMigrateWritesSuccessorsNativeAndTest(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "migrated")
 	stdout, stderr, code := run(t, "migrate", fixtures+"kyverno/team-a-require-team-label", "--out", out)
 	require.Equal(t, ExitOK, code, stderr)
-	assert.Contains(t, stdout, "OK        check-team-label -> namespacedvalidatingpolicy.yaml: team-a-require-team-label, autogen-team-a-require-team-label, autogen-cronjob-team-a-require-team-label; " +
+	assert.Contains(t, stdout, "OK        check-team-label -> namespacedvalidatingpolicy.yaml: team-a-require-team-label, autogen-team-a-require-team-label, autogen-cronjob-team-a-require-team-label; "+
 		"vap.yaml: team-a.team-a-require-team-label.check-team-label, team-a.team-a-require-team-label.autogen-check-team-label, team-a.team-a-require-team-label.autogen-cronjob-check-team-label\n")
 	dir := filepath.Join(out, "team-a.team-a-require-team-label")
 	for _, f := range []string{"namespacedvalidatingpolicy.yaml", "vap.yaml", ".kyverno-test/kyverno-test.yaml", ".kyverno-test/resources.yaml"} {

@@ -361,7 +361,7 @@ func TestServeReloadOverCompileBudgetKeepsTheLastGoodSet(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(policyDir, "policies.yaml"), []byte("policies:\n  - {name: privileged, type: disallow-privileged}\n"), 0o644))
 	s := startServe(t, policyDir, tlsDir, 0)
 
-	require.NoError(t, os.WriteFile(filepath.Join(policyDir, "flat.yaml"), adversarial.FlatForEach(300), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(policyDir, "flat.yaml"), adversarial.FlatForEachUnresolved(300), 0o644))
 	require.Eventually(t, func() bool { return strings.Contains(s.logs.String(), "policy reload refused") }, 20*time.Second, 50*time.Millisecond)
 	assert.Contains(t, s.logs.String(), "compile budget exceeded at spec.rules[0]: the file's policies emit")
 	_, body := s.validate(t, "manifests/privileged.json")

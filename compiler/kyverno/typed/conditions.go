@@ -106,7 +106,7 @@ func hasVariable(v any) bool {
 func (t *Translator) condition(c kyvernov1.Condition, roots Roots, names map[string]bool) (celbuild.Expr, bool, error) {
 	rawKey, rawVal := c.GetKey(), c.GetValue()
 	if hasVariable(rawVal) {
-		return nil, false, notTyped("a value with {{ }} variables")
+		return t.valueCondition(c, roots, names)
 	}
 	o, err := newOperator(string(c.Operator), rawVal)
 	if err != nil {
@@ -148,6 +148,138 @@ func (t *Translator) condition(c kyvernov1.Condition, roots Roots, names map[str
 		return t.listCondition(o, v, names)
 	}
 	return nil, false, notTyped("a key of this kind")
+}
+
+// valueCondition is an In operator with a literal string key and a value
+// that is one {{ }} variable holding a list of strings ("ALL" AnyNotIn
+// {{ element.securityContext.capabilities.drop[] || `[]` }}): the key
+// matches an element of the list either way (each may be a wildcard
+// pattern), a null list holds no operator.
+func (t *Translator) valueCondition(c kyvernov1.Condition, roots Roots, names map[string]bool) (celbuild.Expr, bool, error) {
+	key, ok := c.GetKey().(string)
+	raw, isString := c.GetValue().(string)
+	if !ok || hasVariable(key) || !isString {
+		return nil, false, notTyped("a value with {{ }} variables")
+	}
+	q, ok := wholeVariable(raw)
+	if !ok {
+		return nil, false, notTyped("a value that is not one {{ }} variable")
+	}
+	op := strings.ToLower(string(c.Operator))
+	switch op {
+	case "anyin", "allin", "anynotin", "allnotin":
+	default:
+		return nil, false, notTyped("the %s operator with a variable value", c.Operator)
+	}
+	if conditions.IsRange(key) || json.Valid([]byte(key)) {
+		return nil, false, notTyped("a key that Kyverno reads as a range or JSON")
+	}
+	v, err := t.query(q, roots, names)
+	if err != nil {
+		return nil, false, err
+	}
+	list, optSrc, err := t.listOf(v, names)
+	if err != nil {
+		return nil, false, err
+	}
+	elem := list.elem
+	if elem.kind != qPath || elem.path.shape() != kubeschema.String {
+		return nil, false, notTyped("a value that is not a list of strings")
+	}
+	hit := stringFound([]string{key}, !elem.path.plain)
+	found := "x.exists(x, " + hit + ")"
+	typedText := found
+	if strings.Contains(op, "not") {
+		typedText = "!" + found
+	}
+	fresh := 0
+	keyCEL, err := conditions.Value(key, conditions.Scope{}, &fresh)
+	if err != nil {
+		return nil, false, notTyped("%v", err)
+	}
+	exact, err := conditions.Operator(op, keyCEL, "x", key, "{{ x }}")
+	if err != nil {
+		return nil, false, notTyped("%v", err)
+	}
+	if err := agree(exact, typedText, listProbes(kubeschema.String, key, false)[1:]); err != nil {
+		return nil, false, err
+	}
+	// A null value: every In operator is false.
+	if got, err := evalBool(exact, "x", nil); err != nil || got {
+		return nil, false, notTyped("an operator that holds on a null value")
+	}
+	body, err := t.apply(hit, elem.path.expr(t.b))
+	if err != nil {
+		return nil, false, err
+	}
+	if present := elem.path.present(t.b); present != nil {
+		body = t.b.And(present, body)
+	}
+	exists := list.exists(t.b, body, optSrc)
+	if strings.Contains(op, "not") {
+		// Not found in a list that is there.
+		if list.null != nil {
+			return t.b.And(t.b.Not(list.null), t.b.Not(list.exists(t.b, body, nil))), false, nil
+		}
+		return t.b.Not(exists), false, nil
+	}
+	return exists, false, nil
+}
+
+// listOf is a list value: a projection, or a list field (with `|| []`).
+func (t *Translator) listOf(v qval, names map[string]bool) (*qlist, celbuild.Expr, error) {
+	q := &query{t: t, b: t.b, names: names}
+	switch v.kind {
+	case qList:
+		if v.list.mayErr {
+			return nil, nil, notTyped("a list whose filter may fail")
+		}
+		return v.list, v.list.optSrc, nil
+	case qPath:
+		p := v.path
+		bare := *p
+		if p.hasDflt {
+			if l, ok := p.dflt.([]any); !ok || len(l) != 0 {
+				return nil, nil, notTyped("a list defaulting to %v", p.dflt)
+			}
+			bare.hasDflt, bare.dflt = false, nil
+		}
+		if p.strict && p.mayErr() {
+			return nil, nil, notTyped("a strict read of a list that may be missing")
+		}
+		l, err := q.asList(qval{kind: qPath, path: &bare})
+		if err != nil || l == nil {
+			return nil, nil, notTyped("a list: %v", err)
+		}
+		if p.hasDflt && l.null != nil {
+			out := *l
+			out.gens = append([]qgen(nil), l.gens...)
+			out.gens[0].src, out.null = l.optSrc, nil
+			return &out, nil, nil
+		}
+		return l, l.optSrc, nil
+	}
+	return nil, nil, notTyped("a value that is not a list")
+}
+
+// exists is body holding for an element (optSrc, when set, iterates the
+// first list where it may be null).
+func (l *qlist) exists(b *celbuild.Builder, body, optSrc celbuild.Expr) celbuild.Expr {
+	for i := len(l.gens) - 1; i >= 0; i-- {
+		g := l.gens[i]
+		if g.filter != nil {
+			body = b.And(g.filter, body)
+		}
+		src := g.src
+		if i == 0 && optSrc != nil {
+			src = optSrc
+		}
+		body = b.Exists(src, g.v, body)
+	}
+	if l.null != nil && optSrc == nil {
+		body = b.And(b.Not(l.null), body)
+	}
+	return body
 }
 
 // constantCondition is a condition on a literal key, evaluated now.

@@ -30,8 +30,17 @@ func (t *Translator) ForEachList(text string, roots Roots) (*Loop, error) {
 	switch v.kind {
 	case qPath:
 		p := v.path
-		if p.hasDflt || p.shape() != kubeschema.List {
-			return nil, q.refuse("a foreach list that is not a list field")
+		if p.hasDflt {
+			return nil, q.refuse("a foreach list with a default")
+		}
+		if s := p.shape(); s == kubeschema.Object || s == kubeschema.Map {
+			// A value that is not a list is a list of one.
+			bare := *p
+			bare.strict = false
+			return &Loop{b: t.b, elem: &bare, null: negate(t.b, bare.present(t.b))}, nil
+		}
+		if p.shape() != kubeschema.List {
+			return nil, q.refuse("a foreach list that is not a list or an object")
 		}
 		bare := *p
 		bare.strict = false
@@ -108,7 +117,10 @@ func (l *Loop) over(pred celbuild.Expr, all bool) celbuild.Expr {
 // First is the first element for which pred holds (an error when none
 // does), in Kyverno's order; nil when the elements come from nested lists.
 func (l *Loop) First(pred celbuild.Expr) celbuild.Expr {
-	if len(l.gens) != 1 || l.null != nil {
+	if len(l.gens) == 0 {
+		return l.elem.expr(l.b)
+	}
+	if len(l.gens) != 1 {
 		return nil
 	}
 	g := l.gens[0]
@@ -120,5 +132,12 @@ func (l *Loop) First(pred celbuild.Expr) celbuild.Expr {
 	return l.b.Substitute(l.Element().Expr, g.v, first)
 }
 
-// Var is the element variable of the innermost list.
-func (l *Loop) Var() string { return l.gens[len(l.gens)-1].v }
+// Uses says whether e reads the loop's element.
+func (l *Loop) Uses(e celbuild.Expr) bool {
+	for _, g := range l.gens {
+		if l.b.Uses(e, g.v) > 0 {
+			return true
+		}
+	}
+	return false
+}

@@ -2,6 +2,9 @@ package typed
 
 import (
 	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/google/cel-go/cel"
@@ -255,4 +258,76 @@ func (s *specializer) hasType(t string) (is, known bool) {
 
 func isNull(e ast.Expr) bool {
 	return e.Kind() == ast.LiteralKind && e.AsLiteral() == types.NullValue
+}
+
+// intPattern is a scalar pattern on an integer written as a person
+// writes it (x > 0, x >= 8000 && x <= 9000, x != 0), checked against the
+// exact predicate pred on probe integers; "" when the pattern is not a
+// plain comparison of integers, or the check fails.
+func intPattern(p any, pred string) string {
+	var cand string
+	switch v := p.(type) {
+	case float64:
+		if v != float64(int64(v)) {
+			return ""
+		}
+		cand = "x == " + strconv.FormatInt(int64(v), 10)
+	case int64:
+		cand = "x == " + strconv.FormatInt(v, 10)
+	case int:
+		cand = "x == " + strconv.Itoa(v)
+	case string:
+		var alts []string
+		for _, alt := range strings.Split(v, "|") {
+			var terms []string
+			for _, term := range strings.Split(alt, "&") {
+				c := intTerm(strings.TrimSpace(term))
+				if c == "" {
+					return ""
+				}
+				terms = append(terms, c)
+			}
+			alts = append(alts, strings.Join(terms, " && "))
+		}
+		if len(alts) > 1 {
+			for i, a := range alts {
+				if strings.Contains(a, "&&") {
+					alts[i] = "(" + a + ")"
+				}
+			}
+		}
+		cand = strings.Join(alts, " || ")
+	default:
+		return ""
+	}
+	if agree(pred, cand, intProbes(p)) != nil {
+		return ""
+	}
+	return cand
+}
+
+var (
+	intComparison = regexp.MustCompile(`^(>=|<=|>|<|!)?(-?\d+)$`)
+	intRangeTerm  = regexp.MustCompile(`^(-?\d+)(!?-)(-?\d+)$`)
+)
+
+// intTerm is one comparison of a numeric pattern.
+func intTerm(t string) string {
+	if m := intComparison.FindStringSubmatch(t); m != nil {
+		op := m[1]
+		switch op {
+		case "":
+			op = "=="
+		case "!":
+			op = "!="
+		}
+		return "x " + op + " " + m[2]
+	}
+	if m := intRangeTerm.FindStringSubmatch(t); m != nil {
+		if m[2] == "!-" {
+			return "(x < " + m[1] + " || x > " + m[3] + ")"
+		}
+		return "x >= " + m[1] + " && x <= " + m[3]
+	}
+	return ""
 }

@@ -94,6 +94,34 @@ func (t *Translator) Pattern(p any, root celbuild.Expr, n kubeschema.Node) (Chec
 	return Check{OK: c.ok, Skip: c.skip, Bad: c.failed(t.b), Path: c.fail()}, nil
 }
 
+// PatternAt is Pattern over a value of the object (a foreach element):
+// the reads are recorded under its schema path and each of its aliases.
+func (t *Translator) PatternAt(p any, root Root) (Check, error) {
+	if err := typedConstructs(p, ""); err != nil {
+		return Check{}, err
+	}
+	before := len(t.order)
+	w := &walk{t: t, b: t.b, names: map[string]bool{}}
+	c, err := w.element(p, root.Expr, root.Node, kpath{}.key(""), root.Path)
+	if err != nil {
+		return Check{}, err
+	}
+	for _, path := range slices.Clone(t.order[before:]) {
+		rest, ok := strings.CutPrefix(path, root.Path)
+		if !ok {
+			continue
+		}
+		r := t.reads[path]
+		for _, a := range root.Aliases {
+			t.read(a+rest, r.Shape, r.Present)
+			if len(r.Enum) > 0 {
+				t.readEnum(a+rest, r.Enum)
+			}
+		}
+	}
+	return Check{OK: c.ok, Skip: c.skip, Bad: c.failed(t.b), Path: c.fail()}, nil
+}
+
 // typedConstructs refuses the constructs the typed translation leaves to
 // the dynamic one: global, existence and add anchors, wildcard keys,
 // variables and references, and conditional anchors anywhere but in one
@@ -260,6 +288,15 @@ func (w *walk) scalar(p any, v celbuild.Expr, n kubeschema.Node, path kpath, rp 
 	pred, err := pattern.Predicate(p, "x")
 	if err != nil {
 		return check{}, notTyped("%s: %v", rp, err)
+	}
+	leafShape := n.Shape()
+	if leafShape == kubeschema.List {
+		leafShape = n.Items().Shape()
+	}
+	if leafShape == kubeschema.Integer {
+		if c := intPattern(p, pred); c != "" {
+			pred = c
+		}
 	}
 	fail := func() celbuild.Expr { return path.expr(w.b) }
 	if n.Shape() == kubeschema.List {

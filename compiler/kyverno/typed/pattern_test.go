@@ -52,7 +52,7 @@ spec:
 spec:
   containers:
   - image: "!*:latest"
-`: `object.spec.containers.all(container, has(container.image) && (!container.image.endsWith(":latest") || container.image == "!*:latest"))`, `
+`: `object.spec.containers.all(container, !container.image.endsWith(":latest") || container.image == "!*:latest")`, `
 spec:
   containers:
   - resources:

@@ -85,8 +85,8 @@ type qpath struct {
 	aliases []string
 	// known are fields of the root known to be present (a filter kept
 	// only the elements that have them).
-	known []string
-	keys    []string
+	known  []string
+	keys   []string
 	nodes  []kubeschema.Node
 	always []bool
 	strict bool
@@ -492,7 +492,7 @@ func (q *query) asList(v qval) (*qlist, error) {
 		}
 		name := q.fresh(singular(p.schemaPath()))
 		return &qlist{
-			gens: []qgen{{src: p.expr(q.b), v: name}},
+			gens:   []qgen{{src: p.expr(q.b), v: name}},
 			elem:   qval{kind: qPath, path: &qpath{root: q.b.Ident(name), node: items, rp: p.schemaPath() + "[]", aliases: aliases}},
 			null:   negate(q.b, p.present(q.b)),
 			optSrc: optionalList(q.b, p),
@@ -639,8 +639,8 @@ func (q *query) flattenMulti(n gojmespath.ASTNode, base qval) (qval, error) {
 	}
 	name := q.fresh(multiName(names))
 	return qval{kind: qList, list: &qlist{
-		gens: []qgen{{src: src, v: name}},
-		elem: qval{kind: qPath, path: &qpath{root: q.b.Ident(name), node: node, rp: paths[0], aliases: paths[1:]}},
+		gens:   []qgen{{src: src, v: name}},
+		elem:   qval{kind: qPath, path: &qpath{root: q.b.Ident(name), node: node, rp: paths[0], aliases: paths[1:]}},
 		null:   negate(q.b, base.path.present(q.b)),
 		optSrc: optSrc,
 	}}, nil
