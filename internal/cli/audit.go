@@ -377,4 +377,3 @@ func writeReportFiles(dir string, set *openreports.Set) error {
 	}
 	return nil
 }
-

@@ -3,7 +3,6 @@
 package cli
 
 import (
-	"cmp"
 	"fmt"
 	"io"
 	"os"
@@ -13,7 +12,6 @@ import (
 	"github.com/admitc/admitc/internal/audit"
 	"github.com/admitc/admitc/internal/audit/openreports"
 	"github.com/admitc/admitc/internal/render"
-	"github.com/admitc/admitc/runtime"
 )
 
 // auditOutputs are the sinks of one audit and what they write once it is
@@ -116,11 +114,6 @@ func (out *auditOutputs) discard() {
 	if out.junit != nil {
 		out.junit.Abort()
 	}
-}
-
-// runtimePath is the evaluation path --engine names.
-func runtimePath(engine string) runtime.Path {
-	return runtime.Path(cmp.Or(engine, string(runtime.FastPath)))
 }
 
 // isTerminal says whether w is a terminal.

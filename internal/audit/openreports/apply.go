@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
+
+	"github.com/admitc/admitc/internal/audit"
 )
 
 // FieldManager is the field manager of admitc's server-side applies.
@@ -154,8 +156,8 @@ func Served(disc discovery.ServerResourcesInterface) error {
 	}
 	for _, r := range []string{"reports", "clusterreports"} {
 		if !served[r] {
-			return fmt.Errorf("the API server does not serve %s: install the openreports.io CRDs first (config/crd of github.com/openreports/reports-api)",
-				schema.GroupResource{Group: v1alpha1.GroupName, Resource: r})
+			return fmt.Errorf("%w: the API server does not serve %s: install the openreports.io CRDs first (config/crd of github.com/openreports/reports-api)",
+				audit.ErrNotServed, schema.GroupResource{Group: v1alpha1.GroupName, Resource: r})
 		}
 	}
 	return nil
