@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	goruntime "runtime"
 	"syscall"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 
 	"github.com/admitc/admitc/internal/audit"
 	"github.com/admitc/admitc/internal/audit/openreports"
+	"github.com/admitc/admitc/internal/celenv"
 	"github.com/admitc/admitc/internal/generate"
 	"github.com/admitc/admitc/internal/render"
 	"github.com/admitc/admitc/ir"
@@ -164,6 +166,7 @@ func (o *AuditOptions) Complete() error {
 	if o.set, err = o.Policies.compile(nil); err != nil {
 		return err
 	}
+	releaseCompileCaches()
 	if o.restConfig != nil {
 		return nil
 	}
@@ -208,6 +211,7 @@ func (o *AuditOptions) wantsReports() bool {
 
 // Run audits the cluster and writes the outputs.
 func (o *AuditOptions) Run(ctx context.Context) error {
+	limitToContainer()
 	a, err := audit.New(o.set, audit.Options{AsDeny: o.AsDeny, Workers: o.Workers, Path: runtimePath(o.Policies.Engine)})
 	if err != nil {
 		return usageError(err)
@@ -376,4 +380,13 @@ func writeReportFiles(dir string, set *openreports.Set) error {
 		return fmt.Errorf("--out: %w", err)
 	}
 	return nil
+}
+
+// releaseCompileCaches drops the programs the compiler's type checks left
+// in the program cache before the engine compiles its own (for
+// evaluation, another mode): for a large policy set they take as much
+// memory as the engine, and the audit never uses them.
+func releaseCompileCaches() {
+	celenv.ForgetPrograms()
+	goruntime.GC()
 }

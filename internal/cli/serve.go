@@ -278,6 +278,13 @@ func tuneGC() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
 	}
+	limitToContainer()
+}
+
+// limitToContainer holds the Go runtime to 90% of the container's memory
+// limit (cgroup memory.max), when there is one and GOMEMLIMIT is unset, so
+// the heap is collected before the kernel kills the process.
+func limitToContainer() {
 	if os.Getenv("GOMEMLIMIT") == "" {
 		if limit, ok := cgroupMemoryLimit(cgroupMemoryMax); ok {
 			debug.SetMemoryLimit(limit / 10 * 9)
