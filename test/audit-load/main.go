@@ -19,7 +19,9 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -47,6 +49,7 @@ func main() {
 	check(err)
 	c, err := startCluster(*bin, work)
 	defer c.stop()
+	stopOnSignal(c, work)
 	check(err)
 	ok := run(c, runConfig{admitc: *admitc, kyverno: existing(*kyverno), kyvernoAt: kyvernoAt, policies: policies, stages: stages,
 		namespaces: *namespaces, maxRSS: *maxRSS, maxGrowth: *maxGrowth, work: work})
@@ -157,4 +160,17 @@ func check(err error) {
 		fmt.Fprintln(os.Stderr, "audit-load:", err)
 		os.Exit(2)
 	}
+}
+
+// stopOnSignal stops the cluster and removes the work directory on Ctrl-C
+// or SIGTERM (child processes die with this one: Pdeathsig).
+func stopOnSignal(c *cluster, work string) {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		c.stop()
+		os.RemoveAll(work)
+		os.Exit(130)
+	}()
 }

@@ -45,6 +45,7 @@ func (m measurement) print() {
 // timed runs cmd and measures its wall time and peak RSS (getrusage's
 // ru_maxrss of the child).
 func timed(cmd *exec.Cmd) (time.Duration, int64, error) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	start := time.Now()
 	err := cmd.Run()
 	wall := time.Since(start)
