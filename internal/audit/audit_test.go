@@ -350,3 +350,31 @@ func TestInterruptedRunCoversAPrefix(t *testing.T) {
 		assert.Equal(t, "Pod prod/web-"+itoa(i), ref)
 	}
 }
+
+// TestOwnFormatPoliciesAreScopedAsCompiled: a policy in admitc's format
+// judges what its emitted binding selects: every namespace but
+// kube-system, or the namespaces given (a Namespace by its own name).
+func TestOwnFormatPoliciesAreScopedAsCompiled(t *testing.T) {
+	set := compile(t, "policies:\n  - name: no-privileged\n    type: disallow-privileged\n    actions: [Deny]\n")
+	nsTarget := Target{Resource: schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, Kind: "Namespace"}
+	for name, tc := range map[string]struct {
+		namespaces []string
+		target     Target
+		obj        *unstructured.Unstructured
+		judged     bool
+	}{
+		"a namespace":             {nil, podsTarget, pod(t, "shop", "priv", ""), true},
+		"kube-system":             {nil, podsTarget, pod(t, "kube-system", "priv", ""), false},
+		"a namespace given":       {[]string{"shop"}, podsTarget, pod(t, "shop", "priv", ""), true},
+		"a namespace not given":   {[]string{"shop"}, podsTarget, pod(t, "dev", "priv", ""), false},
+		"cluster-scoped, not pod": {[]string{"shop"}, nsTarget, object(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: dev}"), false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			a, err := New(set, Options{Namespaces: tc.namespaces})
+			require.NoError(t, err)
+			res, err := a.Judge(context.Background(), tc.target, tc.obj, testState(t))
+			require.NoError(t, err)
+			assert.Equal(t, tc.judged, len(res.Results) > 0, "%v", results(res))
+		})
+	}
+}

@@ -23,6 +23,11 @@ type Options struct {
 	Workers int
 	// Path is the engine's evaluation path (default runtime.FastPath).
 	Path runtime.Path
+	// Namespaces scope the policies in admitc's own format as `admitc
+	// compile --namespace` scopes their bindings: these namespaces, or,
+	// with none given, every namespace but kube-system. Imported policies
+	// carry their own bindings.
+	Namespaces []string
 }
 
 // Auditor judges stored objects with one policy set, through the runtime
@@ -104,7 +109,29 @@ func (a *Auditor) Judge(ctx context.Context, t Target, obj *unstructured.Unstruc
 		}
 		out.Results = append(out.Results, a.results(res, run.op)...)
 	}
+	if !a.inScope(t, obj) {
+		out.Results = slices.DeleteFunc(out.Results, func(r PolicyResult) bool { return !a.byName[r.Policy].IR.Imported() })
+	}
 	return out, nil
+}
+
+// inScope says whether the bindings emitted for policies in admitc's own
+// format select obj (backends.NamespaceSelector): its namespace, or for a
+// Namespace its own name, is one of Options.Namespaces, or, with none,
+// not kube-system. Other cluster-scoped objects are always selected, as a
+// namespace selector selects them.
+func (a *Auditor) inScope(t Target, obj *unstructured.Unstructured) bool {
+	name := obj.GetNamespace()
+	switch {
+	case t.Resource.Group == "" && t.Resource.Resource == "namespaces":
+		name = obj.GetName()
+	case !t.Namespaced:
+		return true
+	}
+	if len(a.opts.Namespaces) == 0 {
+		return name != "kube-system"
+	}
+	return slices.Contains(a.opts.Namespaces, name)
 }
 
 // storedRequest is the request a stored object is judged by: a write of

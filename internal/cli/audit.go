@@ -45,6 +45,7 @@ type AuditOptions struct {
 	MaxFailures    int
 	PageSize       int64
 	Workers        int
+	Namespaces     []string
 	// Progress forces the progress line on (true) or off (false); unset,
 	// it is on when stderr is a terminal.
 	Progress *bool
@@ -95,6 +96,7 @@ func NewAuditCommand(s Streams) *cobra.Command {
 	f.StringVar(&o.ReportName, "report-name", openreports.DefaultName, "name of the Reports and of the ClusterReport")
 	f.IntVar(&o.ReportMaxBytes, "report-max-bytes", openreports.DefaultMaxBytes, "size cap of each Report: the most severe results are listed first, the rest counted in its summary")
 	f.IntVar(&o.MaxFailures, "max-failures", 5, "failures the table lists under each policy")
+	f.StringSliceVarP(&o.Namespaces, "namespace", "n", nil, "namespaces the policies in admitc's own format apply to, as admitc compile --namespace scopes their bindings (default: every namespace but kube-system); imported policies keep their own bindings")
 	f.Int64Var(&o.PageSize, "page-size", audit.DefaultPageSize, "objects per LIST request (limit)")
 	f.IntVar(&o.Workers, "workers", 0, "objects judged at once (0: GOMAXPROCS)")
 	return cmd
@@ -212,7 +214,7 @@ func (o *AuditOptions) wantsReports() bool {
 // Run audits the cluster and writes the outputs.
 func (o *AuditOptions) Run(ctx context.Context) error {
 	limitToContainer()
-	a, err := audit.New(o.set, audit.Options{AsDeny: o.AsDeny, Workers: o.Workers, Path: runtimePath(o.Policies.Engine)})
+	a, err := audit.New(o.set, audit.Options{AsDeny: o.AsDeny, Workers: o.Workers, Path: runtimePath(o.Policies.Engine), Namespaces: o.Namespaces})
 	if err != nil {
 		return usageError(err)
 	}
