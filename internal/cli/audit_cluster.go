@@ -16,7 +16,6 @@ import (
 	"github.com/admitc/admitc/internal/audit"
 	"github.com/admitc/admitc/internal/audit/openreports"
 	"github.com/admitc/admitc/ir"
-	"github.com/admitc/admitc/runtime"
 	"github.com/admitc/admitc/runtime/cluster"
 )
 
@@ -101,4 +100,3 @@ func auditState(ctx context.Context, rc *rest.Config, set *ir.PolicySet) (*clust
 	return state, nil
 }
 
-var _ runtime.ClusterState = (*cluster.State)(nil)
