@@ -31,6 +31,10 @@ type serveAudit struct {
 	policies *atomic.Pointer[ir.PolicySet]
 	path     runtime.Path
 	logger   *slog.Logger
+	// auditor judges with set; it is made again when a reload swaps in
+	// another set.
+	auditor *audit.Auditor
+	set     *ir.PolicySet
 }
 
 // run audits once the caches have synced, then every interval, until ctx
@@ -60,8 +64,7 @@ func (s *serveAudit) run(ctx context.Context) {
 // logged and the next interval tries again.
 func (s *serveAudit) once(ctx context.Context) {
 	start := time.Now()
-	set := s.policies.Load()
-	a, err := audit.New(set, audit.Options{Workers: 1, Path: s.path})
+	a, err := s.auditorFor(s.policies.Load())
 	if err != nil {
 		s.logger.Error("audit failed", "phase", "audit", "error", err.Error())
 		return
@@ -87,6 +90,18 @@ func (s *serveAudit) once(ctx context.Context) {
 	}
 	s.logger.Info("audit done", "phase", "audit", "objects", cov.Judged(), "selected", tally.Objects, "failed", tally.Failed,
 		"denied", tally.Denied, "complete", cov.Complete(), "durationMs", time.Since(start).Milliseconds())
+}
+
+// auditorFor is the auditor of set, made once per set.
+func (s *serveAudit) auditorFor(set *ir.PolicySet) (*audit.Auditor, error) {
+	if set != s.set {
+		a, err := audit.New(set, audit.Options{Workers: 1, Path: s.path})
+		if err != nil {
+			return nil, err
+		}
+		s.auditor, s.set = a, set
+	}
+	return s.auditor, nil
 }
 
 // apply writes the Reports; Reports of namespaces with no result left are
