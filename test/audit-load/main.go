@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -37,6 +38,7 @@ func main() {
 	namespaces := flag.Int("namespaces", 50, "namespaces the pods are spread over")
 	maxRSS := flag.Int("max-rss", 256, "fail when admitc's peak RSS is over this many MiB")
 	maxGrowth := flag.Float64("max-rss-growth", 1.2, "fail when admitc's peak RSS grows more than this between the first and the last stage")
+	admitcEnv := flag.String("admitc-env", "", "environment variables for admitc, comma-separated (GOMEMLIMIT=160MiB)")
 	flag.Parse()
 	stages, err := ints(*stagesFlag)
 	check(err)
@@ -52,7 +54,7 @@ func main() {
 	stopOnSignal(c, work)
 	check(err)
 	ok := run(c, runConfig{admitc: *admitc, kyverno: existing(*kyverno), kyvernoAt: kyvernoAt, policies: policies, stages: stages,
-		namespaces: *namespaces, maxRSS: *maxRSS, maxGrowth: *maxGrowth, work: work})
+		namespaces: *namespaces, maxRSS: *maxRSS, maxGrowth: *maxGrowth, work: work, admitcEnv: splitEnv(*admitcEnv)})
 	if !ok {
 		c.stop()
 		os.Exit(1)
@@ -61,6 +63,7 @@ func main() {
 
 type runConfig struct {
 	admitc, kyverno, policies, work string
+	admitcEnv                       []string
 	kyvernoAt, stages               []int
 	namespaces, maxRSS              int
 	maxGrowth                       float64
@@ -76,7 +79,8 @@ func run(c *cluster, cfg runConfig) bool {
 	client, err := kubernetes.NewForConfig(rc)
 	check(err)
 	check(createNamespaces(ctx, client, cfg.namespaces))
-	fmt.Printf("audit-load: pods in %d namespaces, %d policies (%s), GOMAXPROCS of the machine\n", cfg.namespaces, countPolicies(cfg.policies), policySource)
+	fmt.Printf("audit-load: pods in %d namespaces, %d policies (%s), %d CPUs, load average %s, admitc env %v\n",
+		cfg.namespaces, countPolicies(cfg.policies), policySource, goruntime.NumCPU(), loadAverage(), cfg.admitcEnv)
 	var admitcRuns []measurement
 	filled := 0
 	for _, n := range cfg.stages {
@@ -84,6 +88,7 @@ func run(c *cluster, cfg runConfig) bool {
 		check(fillPods(ctx, client, cfg.namespaces, filled, n))
 		fmt.Printf("filled %d pods in %s\n", n, time.Since(start).Round(time.Millisecond))
 		filled = n
+		fmt.Printf("  load average before the audit: %s\n", loadAverage())
 		m := auditWithAdmitc(cfg, c.kubeconfig, n)
 		admitcRuns = append(admitcRuns, m)
 		m.print()
@@ -121,6 +126,16 @@ func judge(runs []measurement, cfg runConfig) bool {
 		}
 	}
 	return ok
+}
+
+func splitEnv(s string) []string {
+	var out []string
+	for _, kv := range strings.Split(s, ",") {
+		if kv = strings.TrimSpace(kv); kv != "" {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 func ints(s string) ([]int, error) {
@@ -173,4 +188,13 @@ func stopOnSignal(c *cluster, work string) {
 		os.RemoveAll(work)
 		os.Exit(130)
 	}()
+}
+
+// loadAverage is the machine's 1, 5 and 15 minute load averages.
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	return strings.Join(strings.Fields(string(data))[:3], " ")
 }

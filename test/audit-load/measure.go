@@ -68,6 +68,7 @@ func auditWithAdmitc(cfg runConfig, kubeconfig string, pods int) measurement {
 	out := filepath.Join(cfg.work, fmt.Sprintf("admitc-%d", pods))
 	var stdout, stderr bytes.Buffer
 	cmd := exec.Command(cfg.admitc, "audit", "--kubeconfig", kubeconfig, "-p", cfg.policies, "--out", out)
+	cmd.Env = append(os.Environ(), cfg.admitcEnv...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	m.wall, m.maxRSSKiB, m.err = timed(cmd)
 	if exit, ok := m.err.(*exec.ExitError); ok && exit.ExitCode() == 1 {
