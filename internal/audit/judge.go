@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authentication/user"
 
 	"github.com/admitc/admitc/compiler/kyverno"
@@ -37,39 +39,67 @@ type Auditor struct {
 	opts     Options
 	policies []*Policy
 	byName   map[string]*Policy
-	// create judges objects as a CREATE with the policies judged so;
-	// update as an UPDATE (the old object being the object) with the
-	// policies that match only UPDATE (nil when there are none). Both
-	// run every mutating policy first, as the API server does.
-	create, update *runtime.Engine
+
+	mu sync.Mutex
+	// engines judge each resource, made when its first object is judged.
+	engines map[schema.GroupResource]*resourceEngines
 }
 
-// New compiles set's policies for auditing.
+// resourceEngines judge the objects of one resource with the policies
+// that may match it: create as a CREATE, with the policies judged so;
+// update as an UPDATE (the old object being the object itself) with the
+// policies that match only UPDATE (nil when there are none). Both run the
+// mutating policies first, as the API server does.
+type resourceEngines struct {
+	once           sync.Once
+	create, update *runtime.Engine
+	err            error
+}
+
+// New prepares set's policies for auditing. Each resource's engine is
+// compiled when its first object is judged, with the policies that may
+// match it: a resource with no object costs nothing.
 func New(set *ir.PolicySet, opts Options) (*Auditor, error) {
 	if opts.Path == "" {
 		opts.Path = runtime.FastPath
 	}
-	a := &Auditor{set: set, opts: opts, policies: newPolicies(set), byName: map[string]*Policy{}}
+	if _, err := runtime.NewEngine(&ir.PolicySet{}, runtime.WithPath(opts.Path)); err != nil {
+		return nil, err
+	}
+	a := &Auditor{set: set, opts: opts, policies: newPolicies(set), byName: map[string]*Policy{}, engines: map[schema.GroupResource]*resourceEngines{}}
 	for _, p := range a.policies {
 		a.byName[p.IR.Name] = p
-	}
-	var err error
-	if a.create, err = a.engine(set, ir.Create); err != nil {
-		return nil, err
-	}
-	if a.update, err = a.engine(set, ir.Update); err != nil {
-		return nil, err
 	}
 	return a, nil
 }
 
-// engine compiles the mutating policies of set and the validating ones
-// judged as op; nil when no validating policy is.
-func (a *Auditor) engine(set *ir.PolicySet, op ir.Operation) (*runtime.Engine, error) {
-	sub := &ir.PolicySet{Version: set.Version}
+// enginesFor returns the engines of t's resource, compiling them once.
+func (a *Auditor) enginesFor(t Target) (*resourceEngines, error) {
+	a.mu.Lock()
+	e, ok := a.engines[t.Resource.GroupResource()]
+	if !ok {
+		e = &resourceEngines{}
+		a.engines[t.Resource.GroupResource()] = e
+	}
+	a.mu.Unlock()
+	e.once.Do(func() {
+		if e.create, e.err = a.engine(t, ir.Create); e.err == nil {
+			e.update, e.err = a.engine(t, ir.Update)
+		}
+	})
+	return e, e.err
+}
+
+// engine compiles the mutating policies that may match t and the
+// validating ones judged as op; nil when no validating policy is.
+func (a *Auditor) engine(t Target, op ir.Operation) (*runtime.Engine, error) {
+	sub := &ir.PolicySet{Version: a.set.Version}
 	validating := 0
-	for i := range set.Policies {
-		p := &set.Policies[i]
+	for i := range a.set.Policies {
+		p := &a.set.Policies[i]
+		if !mayMatch(p, t) {
+			continue
+		}
 		if pol, ok := a.byName[p.Name]; ok {
 			if pol.Operation != op {
 				continue
@@ -96,10 +126,14 @@ func (a *Auditor) Judge(ctx context.Context, t Target, obj *unstructured.Unstruc
 	}
 	out := &ObjectResult{Resource: t.Resource, APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(),
 		Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: obj.GetUID()}
+	engines, err := a.enginesFor(t)
+	if err != nil {
+		return nil, err
+	}
 	for _, run := range []struct {
 		engine *runtime.Engine
 		op     ir.Operation
-	}{{a.create, ir.Create}, {a.update, ir.Update}} {
+	}{{engines.create, ir.Create}, {engines.update, ir.Update}} {
 		if run.engine == nil {
 			continue
 		}

@@ -225,3 +225,20 @@ func (a *Auditor) CheckParamKinds(disc discovery.ServerResourcesInterface) error
 	}
 	return nil
 }
+
+// mayMatch says whether p may match objects of t's resource: a rule of
+// its names the group and resource (or "*"), in t's scope. Versions are
+// left to the engine's matcher: a superset is safe, the engine decides.
+func mayMatch(p *ir.Policy, t Target) bool {
+	g, r := t.Resource.Group, t.Resource.Resource
+	if !p.Imported() {
+		return slices.ContainsFunc(p.Match.Resources, func(res ir.Resource) bool { return res.Group == g && res.Resource == r })
+	}
+	return slices.ContainsFunc(p.MatchConstraints.ResourceRules, func(rule ir.ResourceRule) bool {
+		scope := scopeOf(rule.Scope)
+		return names(rule.APIGroups, g) && slices.ContainsFunc(rule.Resources, func(name string) bool {
+			res, _, _ := strings.Cut(name, "/")
+			return res == "*" || res == r
+		}) && (scope == "*" || scope == "Namespaced" && t.Namespaced || scope == "Cluster" && !t.Namespaced)
+	})
+}

@@ -38,6 +38,7 @@ func main() {
 	namespaces := flag.Int("namespaces", 50, "namespaces the pods are spread over")
 	maxRSS := flag.Int("max-rss", 256, "fail when admitc's peak RSS is over this many MiB")
 	maxGrowth := flag.Float64("max-rss-growth", 1.2, "fail when admitc's peak RSS grows more than this between the first and the last stage")
+	hold := flag.Bool("hold", false, "after the stages, keep the cluster running (its kubeconfig is printed) until Ctrl-C")
 	admitcEnv := flag.String("admitc-env", "", "environment variables for admitc, comma-separated (GOMEMLIMIT=160MiB)")
 	flag.Parse()
 	stages, err := ints(*stagesFlag)
@@ -55,6 +56,10 @@ func main() {
 	check(err)
 	ok := run(c, runConfig{admitc: *admitc, kyverno: existing(*kyverno), kyvernoAt: kyvernoAt, policies: policies, stages: stages,
 		namespaces: *namespaces, maxRSS: *maxRSS, maxGrowth: *maxGrowth, work: work, admitcEnv: splitEnv(*admitcEnv)})
+	if *hold {
+		fmt.Printf("holding the cluster: KUBECONFIG=%s (Ctrl-C ends it)\n", c.kubeconfig)
+		select {}
+	}
 	if !ok {
 		c.stop()
 		os.Exit(1)

@@ -59,7 +59,7 @@ func timed(cmd *exec.Cmd) (time.Duration, int64, error) {
 }
 
 // judgedIn reads admitc's closing line: "N object(s) judged in 12.3s".
-var judgedIn = regexp.MustCompile(`(\d+) object\(s\) judged in ([0-9.]+m?s)`)
+var judgedIn = regexp.MustCompile(`(\d+) object\(s\) judged in (\S+) \(`)
 
 // auditWithAdmitc runs admitc audit on the policies, writing the Reports
 // into a directory and the table to a file.
