@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/admitc/admitc/compiler"
+	"github.com/admitc/admitc/compiler/kyverno"
 	"github.com/admitc/admitc/ir"
 	"github.com/admitc/admitc/runtime"
 )
@@ -377,4 +379,27 @@ func TestOwnFormatPoliciesAreScopedAsCompiled(t *testing.T) {
 			assert.Equal(t, tc.judged, len(res.Results) > 0, "%v", results(res))
 		})
 	}
+}
+
+// TestKyvernoFiltersOnUsersDoNotSkip: the default Kyverno filters leave
+// out requests by nodes (a match condition on request.userInfo); a stored
+// object is judged for no one, as Kyverno's background scans judge it, so
+// the policy is judged, not skipped. Its filtered namespaces stay out.
+func TestKyvernoFiltersOnUsersDoNotSkip(t *testing.T) {
+	data, err := os.ReadFile("../../examples/kyverno-pattern/disallow-privileged-containers/policy.yaml")
+	require.NoError(t, err)
+	set, err := kyverno.DefaultFilters().Apply(compile(t, string(data)))
+	require.NoError(t, err)
+	a, err := New(set, Options{})
+	require.NoError(t, err)
+	for _, p := range a.Policies() {
+		assert.Empty(t, p.Skip, p.Title())
+	}
+	res, err := a.Judge(context.Background(), podsTarget, pod(t, "shop", "priv", ""), testState(t))
+	require.NoError(t, err)
+	require.Len(t, res.Results, 1)
+	assert.Equal(t, Fail, res.Results[0].Status)
+	res, err = a.Judge(context.Background(), podsTarget, pod(t, "kube-system", "priv", ""), testState(t))
+	require.NoError(t, err)
+	assert.Empty(t, res.Results, "kube-system is one of the default filters' namespaces")
 }

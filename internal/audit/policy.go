@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/admitc/admitc/compiler/kyverno"
 	"github.com/admitc/admitc/internal/celenv"
 	"github.com/admitc/admitc/ir"
 )
@@ -163,8 +164,12 @@ func joinOperations(ops map[ir.Operation]bool) string {
 
 // requestSkip says why p gives no verdict on a stored object: the first
 // read of what only a request carries, with its position; "" when none.
+// Kyverno's excludeGroups and excludeUsernames (the match condition
+// kyverno.UsersCondition) are not such a read: they leave out requests by
+// some users, and a stored object is judged for no one, as Kyverno's
+// background scans judge it, so they never leave it out.
 func requestSkip(p *ir.Policy) string {
-	reads := celenv.RequestReads(p)
+	reads := slices.DeleteFunc(celenv.RequestReads(p), func(r celenv.RequestRead) bool { return r.Name == kyverno.UsersCondition })
 	if len(reads) == 0 {
 		return ""
 	}

@@ -19,7 +19,10 @@ import (
 // admission).
 type RequestRead struct {
 	// What is the expression read: "request.userInfo", "authorizer", ...
-	What   string
+	What string
+	// Name is the variable's or match condition's name; empty for a
+	// validation.
+	Name   string
 	Origin ir.Origin
 }
 
@@ -39,19 +42,19 @@ var requestFields = map[string]bool{
 // compiler has checked them already.
 func RequestReads(p *ir.Policy) []RequestRead {
 	var out []RequestRead
-	add := func(text string, o ir.Origin) {
+	add := func(name, text string, o ir.Origin) {
 		for _, what := range requestReadsOf(text) {
-			out = append(out, RequestRead{What: what, Origin: o})
+			out = append(out, RequestRead{What: what, Name: name, Origin: o})
 		}
 	}
 	for _, v := range p.Variables {
-		add(v.Expression, v.Origin)
+		add(v.Name, v.Expression, v.Origin)
 	}
 	for _, m := range p.MatchConditions {
-		add(m.Expression, m.Origin)
+		add(m.Name, m.Expression, m.Origin)
 	}
 	for _, v := range p.Validations {
-		add(v.Expression, v.Origin)
+		add("", v.Expression, v.Origin)
 	}
 	return out
 }
