@@ -14,7 +14,7 @@ GOARCH    ?= $(shell $(GO) env GOARCH)
 # cold machine saves a whole second compile of admitc's dependency tree.
 export GOFLAGS += -trimpath
 
-.PHONY: all build build-serve build-kyverno image test unit fuzz kyverno kyverno-full fastpath-full kyverno-cli golden bench twins load overload soak e2e clean
+.PHONY: all build build-serve build-kyverno image test unit fuzz kyverno kyverno-full fastpath-full kyverno-cli golden bench twins load overload soak audit-load e2e clean
 
 all: build
 
@@ -114,6 +114,13 @@ overload:
 ## soak: 60 s at 500/s on the full and on the serve-only binary; fails on any non-2xx answer; size and RSS at rest and after.
 soak:
 	MODE=soak RATE=$${RATE:-500} test/load/run.sh
+
+## audit-load: admitc audit on a kube-apiserver filled with 5,000 then 20,000 pods in 50 namespaces, with 40 Pod
+## Security and best-practice Kyverno ClusterPolicies: objects/s and peak RSS at each stage, beside `kyverno apply
+## --cluster --policy-report` on the same cluster when the Kyverno CLI is built (make kyverno-cli). Fails when admitc's
+## peak RSS passes 256 MiB or grows more than 1.2x between the stages. Not part of make test (~5 minutes on 2 cores).
+audit-load:
+	test/audit-load/run.sh
 
 ## build-serve: the serve-only admitc (serve, certs, version): no compiler backends, compare engines or test runners.
 build-serve:

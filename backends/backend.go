@@ -3,6 +3,7 @@ package backends
 import (
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/version"
@@ -67,6 +68,11 @@ type WebhookOptions struct {
 	Deployment bool
 	// Image is the admitc image the Deployment runs.
 	Image string
+	// AuditInterval, when set, has the Deployment's admitc serve audit the
+	// objects its policies select every interval and keep openreports.io
+	// Reports current (--audit-interval); its ClusterRole then may list
+	// those objects and write Reports. Zero leaves both out.
+	AuditInterval time.Duration
 }
 
 // Output is what a backend produced: objects in a fixed order, in one file

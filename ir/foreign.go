@@ -21,7 +21,23 @@ type PolicyRef struct {
 	// ParamsContext names the rule's configMap context entry that the
 	// policy reads as params (its binding's paramRef names the ConfigMap).
 	ParamsContext string `json:"paramsContext,omitempty"`
+	// Severity and Category are the policy's annotations
+	// policies.kyverno.io/severity and policies.kyverno.io/category, as
+	// written, for reports of the policy's results (admitc audit's
+	// openreports.io Reports carry them as Kyverno's reports do).
+	Severity string `json:"severity,omitempty"`
+	Category string `json:"category,omitempty"`
 }
+
+// Annotations of a Kyverno policy that reports of its results carry.
+const (
+	// SeverityAnnotation rates a policy's results: critical, high, medium,
+	// low or info.
+	SeverityAnnotation = "policies.kyverno.io/severity"
+	// CategoryAnnotation groups policies (Pod Security Standards
+	// (Baseline), Best Practices, ...).
+	CategoryAnnotation = "policies.kyverno.io/category"
+)
 
 // Skipped is a policy or rule the compiler read but could not emit, because
 // it needs something admitc cannot evaluate (compile --keep-going).

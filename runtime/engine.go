@@ -307,11 +307,11 @@ func (e *Engine) validateImported(ctx context.Context, ev *evaluation, p *ir.Pol
 			continue
 		}
 		if len(params) == 0 {
-			res.trace(ev.req.Explain, p, NoParams, "binding "+b.Name+": no parameter object; parameterNotFoundAction Allow")
+			res.traceBinding(ev.req.Explain, p, b.Name, NoParams, "binding "+b.Name+": no parameter object; parameterNotFoundAction Allow")
 		}
 		for _, param := range params {
 			o, detail := record(e.validate(ev, p, c, param), p, b.Name, b.Actions, res)
-			res.trace(ev.req.Explain, p, o, joinDetail("binding "+b.Name, detail))
+			res.traceBinding(ev.req.Explain, p, b.Name, o, joinDetail("binding "+b.Name, detail))
 		}
 	}
 }
@@ -345,7 +345,7 @@ func (e *Engine) matchingBindings(ev *evaluation, p *ir.Policy, res *Result) []*
 				continue
 			}
 			if !ok {
-				res.trace(ev.req.Explain, p, NotMatched, "binding "+b.Name+": its matchResources do not match "+describeRequest(ev.req))
+				res.traceBinding(ev.req.Explain, p, b.Name, NotMatched, "binding "+b.Name+": its matchResources do not match "+describeRequest(ev.req))
 				continue
 			}
 		}
@@ -357,10 +357,10 @@ func (e *Engine) matchingBindings(ev *evaluation, p *ir.Policy, res *Result) []*
 func (e *Engine) configError(ev *evaluation, p *ir.Policy, binding string, err error, res *Result) {
 	if v, deny := configError(p, binding, err); deny {
 		res.addViolation(v)
-		res.trace(ev.req.Explain, p, Violated, v.Message)
+		res.traceBinding(ev.req.Explain, p, binding, Violated, v.Message)
 		return
 	}
-	res.trace(ev.req.Explain, p, Failed, "ignored by failurePolicy Ignore: "+err.Error())
+	res.traceBinding(ev.req.Explain, p, binding, Failed, "ignored by failurePolicy Ignore: "+err.Error())
 }
 
 func joinDetail(a, b string) string {
@@ -472,7 +472,7 @@ func (e *Engine) mutateImported(ctx context.Context, req *Request, obj *unstruct
 			case err != nil:
 				e.configError(ev, p, b.Name, &mutationError{err}, res)
 			case skipped != "":
-				res.trace(req.Explain, p, SkippedByConditions, joinDetail("binding "+b.Name, skipped))
+				res.traceBinding(req.Explain, p, b.Name, SkippedByConditions, joinDetail("binding "+b.Name, skipped))
 			default:
 				res.recordPatch(req.Explain, p, b.Name, obj, next)
 				obj = next
@@ -486,12 +486,12 @@ func (e *Engine) mutateImported(ctx context.Context, req *Request, obj *unstruct
 func (r *Result) recordPatch(explain bool, p *ir.Policy, binding string, before, after *unstructured.Unstructured) {
 	ops, err := Diff(before, after)
 	if err != nil || len(ops) == 0 {
-		r.trace(explain, p, Unchanged, binding)
+		r.traceBinding(explain, p, binding, Unchanged, binding)
 		return
 	}
 	r.Patches = append(r.Patches, PolicyPatch{Policy: p.Name, Ops: ops})
 	r.Fired = appendUnique(r.Fired, p.Name)
-	r.trace(explain, p, Mutated, joinDetail(fmt.Sprintf("%d patch operation(s)", len(ops)), binding))
+	r.traceBinding(explain, p, binding, Mutated, joinDetail(fmt.Sprintf("%d patch operation(s)", len(ops)), binding))
 }
 
 // runMutations evaluates a mutating policy's match conditions and

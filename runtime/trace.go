@@ -33,15 +33,24 @@ const (
 
 // PolicyTrace is one policy's part in a decision.
 type PolicyTrace struct {
-	Policy  string  `json:"policy"`
+	Policy string `json:"policy"`
+	// Binding names the binding of an imported policy the outcome is
+	// through; empty for a policy in admitc's own format and for what an
+	// imported policy decided before any binding (its matchConstraints).
+	Binding string  `json:"binding,omitempty"`
 	Outcome Outcome `json:"outcome"`
 	// Detail says why, when the outcome alone does not.
 	Detail string `json:"detail,omitempty"`
 }
 
 func (r *Result) trace(on bool, p *ir.Policy, o Outcome, detail string) {
+	r.traceBinding(on, p, "", o, detail)
+}
+
+// traceBinding records an outcome of p through its binding.
+func (r *Result) traceBinding(on bool, p *ir.Policy, binding string, o Outcome, detail string) {
 	if on {
-		r.Trace = append(r.Trace, PolicyTrace{Policy: p.Name, Outcome: o, Detail: detail})
+		r.Trace = append(r.Trace, PolicyTrace{Policy: p.Name, Binding: binding, Outcome: o, Detail: detail})
 	}
 }
 

@@ -25,14 +25,14 @@ const Replicas = 2
 // non-root, read-only container that reads namespaces and the parameter
 // objects of sources from its API server. The serving certificate is the
 // Secret NAME-tls and the policies the ConfigMap NAME-policies.
-func deploymentObjects(w backends.WebhookOptions, sources []ir.ParamSource, reads map[string][]rbacv1.PolicyRule) []runtime.Object {
+func deploymentObjects(w backends.WebhookOptions, sources []ir.ParamSource, reads map[string][]rbacv1.PolicyRule, audited []rbacv1.PolicyRule) []runtime.Object {
 	labels := map[string]string{"app.kubernetes.io/name": w.Name, backends.ManagedByLabel: backends.ManagedByValue}
 	selector := map[string]string{"app.kubernetes.io/name": w.Name}
 	meta := func(name string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: name, Namespace: w.ServiceNamespace, Labels: labels}
 	}
 	minAvailable := intstr.FromInt32(1)
-	return append(rbacObjects(w, sources, reads, labels),
+	return append(rbacObjects(w, sources, reads, audited, labels),
 		&corev1.Service{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 			ObjectMeta: meta(w.Service),
@@ -103,11 +103,15 @@ func container(w backends.WebhookOptions) corev1.Container {
 			PeriodSeconds: 5, TimeoutSeconds: 2, FailureThreshold: 3,
 		}
 	}
+	args := []string{"serve", "--policies", "/etc/admitc/policies", "--cert", "/etc/admitc/tls/tls.crt",
+		"--key", "/etc/admitc/tls/tls.key", "--port", "8443"}
+	if w.AuditInterval > 0 {
+		args = append(args, "--audit-interval", w.AuditInterval.String())
+	}
 	return corev1.Container{
-		Name:  "admitc",
-		Image: w.Image,
-		Args: []string{"serve", "--policies", "/etc/admitc/policies", "--cert", "/etc/admitc/tls/tls.crt",
-			"--key", "/etc/admitc/tls/tls.key", "--port", "8443"},
+		Name:           "admitc",
+		Image:          w.Image,
+		Args:           args,
 		Ports:          []corev1.ContainerPort{{Name: "https", ContainerPort: 8443}},
 		ReadinessProbe: probe("/readyz"),
 		LivenessProbe:  probe("/healthz"),

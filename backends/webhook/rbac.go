@@ -32,8 +32,9 @@ var paramVerbs = []string{"list", "watch"}
 // objects it names or selects there. Reads through Kyverno's resource
 // library (reads, by namespace) are granted get and list alike: in the
 // ClusterRole without a namespace, in a Role in the namespace they name.
-// All are named after the webhook.
-func rbacObjects(w backends.WebhookOptions, sources []ir.ParamSource, reads map[string][]rbacv1.PolicyRule, labels map[string]string) []runtime.Object {
+// With an audit interval, the ClusterRole also lists what the audit lists
+// and writes its Reports (auditRules). All are named after the webhook.
+func rbacObjects(w backends.WebhookOptions, sources []ir.ParamSource, reads map[string][]rbacv1.PolicyRule, audited []rbacv1.PolicyRule, labels map[string]string) []runtime.Object {
 	byNamespace := map[string][]ir.ParamSource{}
 	for _, src := range sources {
 		byNamespace[src.Namespace] = append(byNamespace[src.Namespace], src)
@@ -55,7 +56,7 @@ func rbacObjects(w backends.WebhookOptions, sources []ir.ParamSource, reads map[
 		&rbacv1.ClusterRole{
 			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
 			ObjectMeta: metav1.ObjectMeta{Name: w.Name, Labels: labels},
-			Rules:      append([]rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: namespaceVerbs}}, append(paramRules(byNamespace[""]), reads[""]...)...),
+			Rules:      append(append([]rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: namespaceVerbs}}, append(paramRules(byNamespace[""]), reads[""]...)...), audited...),
 		},
 		&rbacv1.ClusterRoleBinding{
 			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},

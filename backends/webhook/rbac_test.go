@@ -1,7 +1,9 @@
 package webhook_test
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -121,4 +123,55 @@ func TestRBACWithoutParams(t *testing.T) {
 		}
 	}
 	t.Fatal("no ClusterRole")
+}
+
+// generated runs the backend with a Deployment and audit interval.
+func generated(t *testing.T, set *ir.PolicySet, audit time.Duration) (*rbacv1.ClusterRole, *appsv1.Deployment) {
+	t.Helper()
+	opts := backends.Options{Namespaces: []string{"shop"}, Webhook: webhook.Defaults}
+	opts.Webhook.Deployment, opts.Webhook.AuditInterval = true, audit
+	out, diags := webhook.Backend{}.Generate(set, opts)
+	require.Empty(t, diags)
+	var role *rbacv1.ClusterRole
+	var deploy *appsv1.Deployment
+	for _, o := range out.Objects {
+		switch o := o.(type) {
+		case *rbacv1.ClusterRole:
+			role = o
+		case *appsv1.Deployment:
+			deploy = o
+		}
+	}
+	require.NotNil(t, role)
+	require.NotNil(t, deploy)
+	return role, deploy
+}
+
+// TestRBACForTheAuditOnlyWhenItIsOn: with --audit-interval the ClusterRole
+// may list what the validating policies select on create or update (not a
+// DELETE-only policy's resource, not a subresource) and write Reports, and
+// admitc serve is given the interval; without it, neither.
+func TestRBACForTheAuditOnlyWhenItIsOn(t *testing.T) {
+	deployments := ir.Policy{Name: "replicas", Kind: ir.Validating, FailurePolicy: ir.Fail,
+		MatchConstraints: &ir.MatchResources{ResourceRules: []ir.ResourceRule{{APIGroups: []string{"apps"}, APIVersions: []string{"v1"},
+			Resources: []string{"deployments", "deployments/scale", "statefulsets"}, Operations: []ir.Operation{ir.Update}}}},
+		Bindings: []ir.Binding{{Name: "replicas", Actions: []ir.Action{ir.Deny}}}}
+	keep := ir.Policy{Name: "keep", Kind: ir.Validating, FailurePolicy: ir.Fail,
+		Match: ir.Match{Resources: []ir.Resource{{Version: "v1", Kind: "Secret", Resource: "secrets"}}, Operations: []ir.Operation{ir.Delete}}}
+	set := &ir.PolicySet{Version: ir.Version, Policies: []ir.Policy{paramPolicy("registries", "v1", "ConfigMap"), deployments, keep}}
+
+	role, deploy := generated(t, set, time.Hour)
+	assert.Equal(t, []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list"}},
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets"}, Verbs: []string{"list"}},
+		{APIGroups: []string{"openreports.io"}, Resources: []string{"clusterreports", "reports"}, Verbs: []string{"create", "delete", "get", "list", "patch"}},
+	}, role.Rules[len(role.Rules)-3:])
+	assert.Contains(t, strings.Join(deploy.Spec.Template.Spec.Containers[0].Args, " "), "--audit-interval 1h0m0s")
+
+	role, deploy = generated(t, set, 0)
+	for _, r := range role.Rules {
+		assert.NotContains(t, r.APIGroups, "openreports.io")
+		assert.NotContains(t, r.Verbs, "patch")
+	}
+	assert.NotContains(t, strings.Join(deploy.Spec.Template.Spec.Containers[0].Args, " "), "--audit-interval")
 }

@@ -87,7 +87,7 @@ func (Backend) Generate(set *ir.PolicySet, opts backends.Options) (backends.Outp
 		out.Objects = append(out.Objects, mutatingConfiguration(ms, opts))
 	}
 	if w.Deployment && w.URL == "" {
-		out.Objects = append(out.Objects, deploymentObjects(w, set.ParamSources(), libraryRules(set))...)
+		out.Objects = append(out.Objects, deploymentObjects(w, set.ParamSources(), libraryRules(set), auditRules(set, w))...)
 	}
 	return out, nil
 }

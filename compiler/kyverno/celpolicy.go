@@ -40,7 +40,8 @@ func (r *reader) validatingPolicy() {
 	if r.refused(nil) {
 		return
 	}
-	ref := ir.PolicyRef{APIVersion: r.apiVersion, Kind: r.kind, Name: p.Metadata.Name}
+	ref := ir.PolicyRef{APIVersion: r.apiVersion, Kind: r.kind, Name: p.Metadata.Name,
+		Severity: p.Metadata.Annotations[ir.SeverityAnnotation], Category: p.Metadata.Annotations[ir.CategoryAnnotation]}
 	if r.kind == "NamespacedValidatingPolicy" {
 		ref.Namespace = p.Metadata.Namespace
 		if ref.Namespace == "" {

@@ -60,7 +60,8 @@ func (r *reader) clusterPolicy() {
 
 // ref names a rule of p in Kyverno's terms.
 func (r *reader) ref(p *clusterPolicyObject, c computedRule) ir.PolicyRef {
-	return ir.PolicyRef{APIVersion: r.apiVersion, Kind: r.kind, Namespace: p.Metadata.Namespace, Name: p.Metadata.Name, Rule: c.rule.Name, AutogenOf: c.autogenOf}
+	return ir.PolicyRef{APIVersion: r.apiVersion, Kind: r.kind, Namespace: p.Metadata.Namespace, Name: p.Metadata.Name, Rule: c.rule.Name, AutogenOf: c.autogenOf,
+		Severity: p.Metadata.Annotations[ir.SeverityAnnotation], Category: p.Metadata.Annotations[ir.CategoryAnnotation]}
 }
 
 // irName is a rule's IR policy name: POLICY.RULE, NAMESPACE.POLICY.RULE

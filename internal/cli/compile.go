@@ -67,6 +67,7 @@ func (w *webhookFlags) add(fs *pflag.FlagSet) {
 	fs.Int32Var(&w.Timeout, "timeout", d.TimeoutSeconds, "seconds the API server waits for the webhook (1-30)")
 	fs.BoolVar(&w.EphemeralContainers, "ephemeral-containers", d.EphemeralContainers, "also send pods/ephemeralcontainers (kubectl debug) to the validating webhook")
 	fs.StringVar(&w.Image, "image", d.Image, "admitc image for the webhook Deployment")
+	fs.DurationVar(&w.AuditInterval, "audit-interval", 0, "the Deployment's admitc serve audits the objects the policies select every interval and keeps openreports.io Reports current; its ClusterRole then may list those resources and write Reports (0: off, and neither is granted)")
 	fs.BoolVar(&w.Deployment, "deployment", true, "also emit the hardened Deployment, Service and PodDisruptionBudget, and the ServiceAccount and read-only ClusterRole (and Roles) it watches namespaces and parameter objects with (--deployment=false for the configurations only)")
 }
 

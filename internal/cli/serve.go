@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/admitc/admitc/compiler"
+	"github.com/admitc/admitc/ir"
 	"github.com/admitc/admitc/runtime"
 	"github.com/admitc/admitc/runtime/server"
 )
@@ -43,12 +45,17 @@ type ServeOptions struct {
 	MaxListItems    int
 	MaxConnections  int
 	MaxStreams      int
+	// AuditInterval, when set, audits the cluster's stored objects every
+	// interval and keeps openreports.io Reports current (serve_audit.go).
+	AuditInterval time.Duration
 
 	// Listening, when set, receives the address once the server listens (tests).
 	Listening func(net.Addr)
 
 	// source is where namespaces and parameter objects are read (Complete).
 	source clusterSource
+	// served is the policy set being served, for the audit.
+	served atomic.Pointer[ir.PolicySet]
 }
 
 // NewServeCommand returns `admitc serve`.
@@ -120,6 +127,7 @@ policies do not compile or the certificate cannot be loaded at start-up.`,
 	f.IntVar(&o.MaxConnections, "max-connections", server.DefaultMaxConnections, "connections open at once; one more is closed as soon as it is accepted (the API server applies the webhook's failurePolicy at once)")
 	f.IntVar(&o.MaxStreams, "max-concurrent-streams", server.DefaultMaxConcurrentStreams, "reviews one HTTP/2 connection may carry at once (the API server opens another connection past it); with --max-connections it bounds the requests held in memory")
 	f.IntVar(&o.MaxListItems, "max-list-items", server.DefaultMaxListItems, "longest list an object may hold to be evaluated; a longer one is answered 413 and the API server applies the webhook's failurePolicy (CEL evaluation time grows with the square of a list's length)")
+	f.DurationVar(&o.AuditInterval, "audit-interval", 0, "audit the objects the cluster stores with the served policies every interval, as admitc audit does, and keep openreports.io Reports (one per namespace, and a ClusterReport) current with server-side apply; needs the API server and the RBAC the webhook backend emits with --audit-interval (0: off)")
 	_ = cmd.MarkFlagRequired("cert")
 	_ = cmd.MarkFlagRequired("key")
 	return cmd
@@ -144,6 +152,10 @@ func (o *ServeOptions) Validate() error {
 		return usageError(fmt.Errorf("--max-connections %d: want 0 (the default, %d) or more connections", o.MaxConnections, server.DefaultMaxConnections))
 	case o.MaxStreams < 0:
 		return usageError(fmt.Errorf("--max-concurrent-streams %d: want 0 (the default, %d) or more streams", o.MaxStreams, server.DefaultMaxConcurrentStreams))
+	case o.AuditInterval < 0:
+		return usageError(fmt.Errorf("--audit-interval %v: want 0 (off) or a positive duration", o.AuditInterval))
+	case o.AuditInterval > 0 && o.source == offline:
+		return usageError(errors.New("--audit-interval audits the objects the API server stores: it needs --kubeconfig, or to run in a pod, and not --offline"))
 	case o.MaxListItems < 0:
 		return usageError(fmt.Errorf("--max-list-items %d: want 0 (the default, %d) or more items", o.MaxListItems, server.DefaultMaxListItems))
 	}
@@ -181,6 +193,7 @@ func (o *ServeOptions) Run(ctx context.Context) error {
 		return usageError(err)
 	}
 	cfg.Cluster = state
+	o.served.Store(engine.PolicySet())
 	srv := server.New(cfg)
 	l, err := net.Listen("tcp", net.JoinHostPort(o.Host, strconv.Itoa(o.Port)))
 	if err != nil {
@@ -190,6 +203,7 @@ func (o *ServeOptions) Run(ctx context.Context) error {
 		l.Close()
 		return usageError(err)
 	}
+	o.startAudit(ctx, state, logger)
 	logger.Info("serving", "phase", "start", "address", l.Addr().String(), "policies", len(engine.PolicySet().Policies), "cluster", o.source.describe(o.Kubeconfig))
 	if o.Listening != nil {
 		o.Listening(l.Addr())
@@ -225,6 +239,7 @@ func (o *ServeOptions) watch(ctx context.Context, srv *server.Server, certs *ser
 				return
 			}
 			swapWatching(ctx, srv, engine, state, logger)
+			o.served.Store(engine.PolicySet())
 			m.Reloads.WithLabelValues("success").Inc()
 			logger.Info("policies reloaded", "phase", "reload", "policies", len(engine.PolicySet().Policies))
 		})
@@ -263,6 +278,13 @@ func tuneGC() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
 	}
+	limitToContainer()
+}
+
+// limitToContainer holds the Go runtime to 90% of the container's memory
+// limit (cgroup memory.max), when there is one and GOMEMLIMIT is unset, so
+// the heap is collected before the kernel kills the process.
+func limitToContainer() {
 	if os.Getenv("GOMEMLIMIT") == "" {
 		if limit, ok := cgroupMemoryLimit(cgroupMemoryMax); ok {
 			debug.SetMemoryLimit(limit / 10 * 9)

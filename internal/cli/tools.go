@@ -8,5 +8,5 @@ import "github.com/spf13/cobra"
 // The serve-only build (tag serveonly) leaves them out, and with them the
 // backends, the comparison engines and the test-suite runners.
 func toolCommands(s Streams) []*cobra.Command {
-	return []*cobra.Command{NewTestCommand(s), NewCELCommand(s), NewCompileCommand(s), NewVAPCommand(s), NewWebhookConfigCommand(s), NewCompareCommand(s), NewVerifyCommand(s), NewMigrateCommand(s)}
+	return []*cobra.Command{NewTestCommand(s), NewCELCommand(s), NewCompileCommand(s), NewVAPCommand(s), NewWebhookConfigCommand(s), NewCompareCommand(s), NewVerifyCommand(s), NewMigrateCommand(s), NewAuditCommand(s)}
 }

@@ -2,6 +2,7 @@
 # The Kyverno CLI as an oracle for admitc's Kyverno fixtures (make kyverno-cli).
 #
 #   test/kyverno-cli/run.sh [-v] [DIR...]
+#   test/kyverno-cli/run.sh -build     # only build the CLI (make audit-load runs it)
 #
 # 1. Builds `kyverno` (github.com/kyverno/kyverno/cmd/cli/kubectl-kyverno) at
 #    the version the main go.mod requires, into test/kyverno-cli/.bin/, from
@@ -28,7 +29,9 @@ GO=${GO:-go}
 BUILD_LOCK=${BUILD_LOCK:-/tmp/admitc-build.lock}
 KYVERNO_MODULE=github.com/kyverno/kyverno
 VERBOSE=()
+BUILD_ONLY=
 if [[ ${1:-} == -v ]]; then VERBOSE=(-v); shift; fi
+if [[ ${1:-} == -build ]]; then BUILD_ONLY=1; shift; fi
 
 locked() { flock "$BUILD_LOCK" "$@"; }
 
@@ -70,6 +73,10 @@ fixture_dirs() {
 
 main() {
 	build_cli
+	if [[ -n $BUILD_ONLY ]]; then
+		echo "$BIN/kyverno"
+		return
+	fi
 	(cd "$ROOT" && locked $GO build -o "$BIN/admitc" ./cmd/admitc && locked $GO build -o "$BIN/kyverno-cli" ./test/kyverno-cli)
 	local dirs=("$@") all=()
 	if [[ ${#dirs[@]} -eq 0 ]]; then mapfile -t dirs < <(fixture_dirs); all=(-all); fi
