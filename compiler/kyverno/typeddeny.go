@@ -31,7 +31,10 @@ var allOperations = []ir.Operation{ir.Create, ir.Update, ir.Delete, ir.Connect}
 // against the schema of its kinds; nil when they hold what the typed
 // translation does not take.
 func (r *reader) typedDenyRule(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool) *ir.Policy {
-	if pol.ParamKind != nil || len(pol.Variables) != len(denyVariables(pol)) {
+	// A rule's context entries are loaded before its conditions, and fail
+	// the rule when they do not resolve (even one the conditions only
+	// mention): they keep the exact form.
+	if pol.ParamKind != nil || len(c.rule.Context) > 0 || len(pol.Variables) != len(denyVariables(pol)) {
 		return nil
 	}
 	nodes := r.ruleSchemas(c.rule)

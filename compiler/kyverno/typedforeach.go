@@ -30,7 +30,7 @@ import (
 // schema of its kinds; nil when it holds what the typed translation does
 // not take.
 func (r *reader) typedForEachRule(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool) *ir.Policy {
-	if pol.ParamKind != nil || slices.ContainsFunc(pol.Variables, func(v ir.NamedExpression) bool { return !isForEachVariable(v.Name) }) {
+	if pol.ParamKind != nil || len(c.rule.Context) > 0 || slices.ContainsFunc(pol.Variables, func(v ir.NamedExpression) bool { return !isForEachVariable(v.Name) }) {
 		return nil
 	}
 	nodes := r.ruleSchemas(c.rule)

@@ -36,7 +36,7 @@ const offlineSkipReason = "the old object violates the rule too (allowExistingVi
 // take, or a kind has no known schema.
 func (r *reader) typedPatternRule(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool) *ir.Policy {
 	v := c.rule.Validation
-	if pol.ParamKind != nil || len(pol.Variables) != len(patternVariables(pol)) || strings.Contains(v.Message, "{{") || messageReferences(v.Message) {
+	if pol.ParamKind != nil || len(c.rule.Context) > 0 || len(pol.Variables) != len(patternVariables(pol)) || strings.Contains(v.Message, "{{") || messageReferences(v.Message) {
 		return nil
 	}
 	nodes := r.ruleSchemas(c.rule)

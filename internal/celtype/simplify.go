@@ -715,9 +715,17 @@ func (w *walker) bindIdiom(e ast.Expr) (celbuild.Expr, Type, bool, error) {
 			delete(w.scope, v)
 		}
 	}()
+	// A value read only to be evaluated (a Kyverno context variable a
+	// condition mentions: its failure fails the rule) keeps its
+	// evaluation when the body does not use it.
+	unused := w.uses(body, v) == 0 && w.b.Uses(init, "variables") > 0
+	keep := func(celbuild.Expr) bool { return unused }
 	if isPath(init) {
 		w.scope[v] = binding{t: it, alias: init}
 		out, t, err := w.expr(body)
+		if err == nil && keep(out) {
+			return w.b.Index(w.b.Map(w.b.List(init), v, out), w.b.Int(0)), t, true, nil
+		}
 		return out, t, true, err
 	}
 	w.scope[v] = binding{t: it}
@@ -725,7 +733,7 @@ func (w *walker) bindIdiom(e ast.Expr) (celbuild.Expr, Type, bool, error) {
 	if err != nil {
 		return nil, Unknown, true, err
 	}
-	if w.b.Uses(out, v) <= 1 {
+	if w.b.Uses(out, v) <= 1 && !keep(out) {
 		return w.b.Substitute(out, v, init), t, true, nil
 	}
 	return w.b.Index(w.b.Map(w.b.List(init), v, out), w.b.Int(0)), t, true, nil
