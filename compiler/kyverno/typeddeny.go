@@ -31,33 +31,9 @@ var allOperations = []ir.Operation{ir.Create, ir.Update, ir.Delete, ir.Connect}
 // against the schema of its kinds; nil when they hold what the typed
 // translation does not take.
 func (r *reader) typedDenyRule(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool) *ir.Policy {
-	// A rule's context entries are loaded before its conditions, and fail
-	// the rule when they do not resolve (even one the conditions only
-	// mention): they keep the exact form.
-	if pol.ParamKind != nil || len(c.rule.Context) > 0 || len(pol.Variables) != len(denyVariables(pol)) {
-		return nil
-	}
-	nodes := r.ruleSchemas(c.rule)
-	if len(nodes) == 0 {
-		return nil
-	}
-	out, err := typedDenyWith(pol, c, m, enforce, kubeschema.Intersect(nodes...))
-	if err != nil {
-		return nil
-	}
-	return out
-}
-
-// denyVariables are pol's variables that its deny translation made.
-func denyVariables(pol *ir.Policy) []ir.NamedExpression {
-	var out []ir.NamedExpression
-	for _, v := range pol.Variables {
-		switch v.Name {
-		case DenyVariable, DenyBeforeVariable, OutcomeVariable:
-			out = append(out, v)
-		}
-	}
-	return out
+	return r.typedRule(pol, c, named(DenyVariable, DenyBeforeVariable, OutcomeVariable), func(n kubeschema.Node) (*ir.Policy, error) {
+		return typedDenyWith(pol, c, m, enforce, n)
+	})
 }
 
 func typedDenyWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool, n kubeschema.Node) (*ir.Policy, error) {

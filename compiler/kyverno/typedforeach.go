@@ -30,18 +30,9 @@ import (
 // schema of its kinds; nil when it holds what the typed translation does
 // not take.
 func (r *reader) typedForEachRule(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool) *ir.Policy {
-	if pol.ParamKind != nil || len(c.rule.Context) > 0 || slices.ContainsFunc(pol.Variables, func(v ir.NamedExpression) bool { return !isForEachVariable(v.Name) }) {
-		return nil
-	}
-	nodes := r.ruleSchemas(c.rule)
-	if len(nodes) == 0 {
-		return nil
-	}
-	out, err := typedForEachWith(pol, c, m, enforce, kubeschema.Intersect(nodes...))
-	if err != nil {
-		return nil
-	}
-	return out
+	return r.typedRule(pol, c, isForEachVariable, func(n kubeschema.Node) (*ir.Policy, error) {
+		return typedForEachWith(pol, c, m, enforce, n)
+	})
 }
 
 func isForEachVariable(name string) bool {

@@ -36,30 +36,39 @@ const offlineSkipReason = "the old object violates the rule too (allowExistingVi
 // take, or a kind has no known schema.
 func (r *reader) typedPatternRule(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool) *ir.Policy {
 	v := c.rule.Validation
-	if pol.ParamKind != nil || len(c.rule.Context) > 0 || len(pol.Variables) != len(patternVariables(pol)) || strings.Contains(v.Message, "{{") || messageReferences(v.Message) {
+	if strings.Contains(v.Message, "{{") || messageReferences(v.Message) {
+		return nil
+	}
+	return r.typedRule(pol, c, named(PatternVariable, PatternBeforeVariable, OutcomeVariable), func(n kubeschema.Node) (*ir.Policy, error) {
+		return typedWith(pol, c, m, enforce, n)
+	})
+}
+
+// typedRule is pol written by with against the schema of its rule's
+// kinds (taken together); nil when pol reads params, holds a variable
+// other than the exact translation's own (own says which), the rule has
+// context entries (loaded before its checks, they fail the rule when they
+// do not resolve, even one a condition only mentions: they keep the exact
+// form), a kind has no known schema, or with does not take it.
+func (r *reader) typedRule(pol *ir.Policy, c computedRule, own func(name string) bool, with func(kubeschema.Node) (*ir.Policy, error)) *ir.Policy {
+	foreign := func(v ir.NamedExpression) bool { return !own(v.Name) }
+	if pol.ParamKind != nil || len(c.rule.Context) > 0 || slices.ContainsFunc(pol.Variables, foreign) {
 		return nil
 	}
 	nodes := r.ruleSchemas(c.rule)
 	if len(nodes) == 0 {
 		return nil
 	}
-	out, err := typedWith(pol, c, m, enforce, kubeschema.Intersect(nodes...))
+	out, err := with(kubeschema.Intersect(nodes...))
 	if err != nil {
 		return nil
 	}
 	return out
 }
 
-// patternVariables are pol's variables that its pattern translation made.
-func patternVariables(pol *ir.Policy) []ir.NamedExpression {
-	var out []ir.NamedExpression
-	for _, v := range pol.Variables {
-		switch v.Name {
-		case PatternVariable, PatternBeforeVariable, OutcomeVariable:
-			out = append(out, v)
-		}
-	}
-	return out
+// named says whether a variable's name is one of names.
+func named(names ...string) func(string) bool {
+	return func(name string) bool { return slices.Contains(names, name) }
 }
 
 // typedWith is the typed policy against the schema of the rule's kinds
