@@ -31,14 +31,17 @@ var allOperations = []ir.Operation{ir.Create, ir.Update, ir.Delete, ir.Connect}
 // against the schema of its kinds; nil when they hold what the typed
 // translation does not take.
 func (r *reader) typedDenyRule(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool) *ir.Policy {
-	return r.typedRule(pol, c, named(DenyVariable, DenyBeforeVariable, OutcomeVariable), func(n kubeschema.Node) (*ir.Policy, error) {
-		return typedDenyWith(pol, c, m, enforce, n)
+	return r.typedRule(pol, c, named(DenyVariable, DenyBeforeVariable, OutcomeVariable), func(n kubeschema.Node, context []conditions.Variable) (*ir.Policy, error) {
+		return typedDenyWith(pol, c, m, enforce, n, context)
 	})
 }
 
-func typedDenyWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool, n kubeschema.Node) (*ir.Policy, error) {
+func typedDenyWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool, n kubeschema.Node, context []conditions.Variable) (*ir.Policy, error) {
 	b := celbuild.New()
 	t := typed.NewTranslator(b)
+	if err := t.SetContext(context); err != nil {
+		return nil, err
+	}
 	out := *pol
 	if err := typedPreconditions(&out, c, b, t, n); err != nil {
 		return nil, err

@@ -30,8 +30,8 @@ import (
 // schema of its kinds; nil when it holds what the typed translation does
 // not take.
 func (r *reader) typedForEachRule(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool) *ir.Policy {
-	return r.typedRule(pol, c, isForEachVariable, func(n kubeschema.Node) (*ir.Policy, error) {
-		return typedForEachWith(pol, c, m, enforce, n)
+	return r.typedRule(pol, c, isForEachVariable, func(n kubeschema.Node, context []conditions.Variable) (*ir.Policy, error) {
+		return typedForEachWith(pol, c, m, enforce, n, context)
 	})
 }
 
@@ -57,9 +57,12 @@ type foreachOutcome struct {
 	message celbuild.Expr
 }
 
-func typedForEachWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool, n kubeschema.Node) (*ir.Policy, error) {
+func typedForEachWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool, n kubeschema.Node, context []conditions.Variable) (*ir.Policy, error) {
 	b := celbuild.New()
 	t := typed.NewTranslator(b)
+	if err := t.SetContext(context); err != nil {
+		return nil, err
+	}
 	out := *pol
 	if err := typedPreconditions(&out, c, b, t, n); err != nil {
 		return nil, err

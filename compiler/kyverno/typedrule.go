@@ -2,6 +2,7 @@ package kyverno
 
 import (
 	"errors"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	kyvernov1 "github.com/kyverno/kyverno/api/kyverno/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/admitc/admitc/compiler/kyverno/conditions"
 	"github.com/admitc/admitc/compiler/kyverno/typed"
 	"github.com/admitc/admitc/internal/celbuild"
 	"github.com/admitc/admitc/internal/kubeschema"
@@ -39,8 +41,8 @@ func (r *reader) typedPatternRule(pol *ir.Policy, c computedRule, m loweredMatch
 	if strings.Contains(v.Message, "{{") || messageReferences(v.Message) {
 		return nil
 	}
-	return r.typedRule(pol, c, named(PatternVariable, PatternBeforeVariable, OutcomeVariable), func(n kubeschema.Node) (*ir.Policy, error) {
-		return typedWith(pol, c, m, enforce, n)
+	return r.typedRule(pol, c, named(PatternVariable, PatternBeforeVariable, OutcomeVariable), func(n kubeschema.Node, context []conditions.Variable) (*ir.Policy, error) {
+		return typedWith(pol, c, m, enforce, n, context)
 	})
 }
 
@@ -50,20 +52,53 @@ func (r *reader) typedPatternRule(pol *ir.Policy, c computedRule, m loweredMatch
 // context entries (loaded before its checks, they fail the rule when they
 // do not resolve, even one a condition only mentions: they keep the exact
 // form), a kind has no known schema, or with does not take it.
-func (r *reader) typedRule(pol *ir.Policy, c computedRule, own func(name string) bool, with func(kubeschema.Node) (*ir.Policy, error)) *ir.Policy {
-	foreign := func(v ir.NamedExpression) bool { return !own(v.Name) }
-	if pol.ParamKind != nil || len(c.rule.Context) > 0 || slices.ContainsFunc(pol.Variables, foreign) {
+func (r *reader) typedRule(pol *ir.Policy, c computedRule, own func(name string) bool, with func(kubeschema.Node, []conditions.Variable) (*ir.Policy, error)) *ir.Policy {
+	foreign := func(v ir.NamedExpression) bool {
+		return !own(v.Name) && !strings.HasPrefix(v.Name, ContextVariablePrefix)
+	}
+	if pol.ParamKind != nil || slices.ContainsFunc(pol.Variables, foreign) {
 		return nil
 	}
 	nodes := r.ruleSchemas(c.rule)
 	if len(nodes) == 0 {
 		return nil
 	}
-	out, err := with(kubeschema.Intersect(nodes...))
-	if err != nil {
+	out, err := with(kubeschema.Intersect(nodes...), r.vars)
+	if err != nil || undeclaredVariable(out) {
 		return nil
 	}
 	return out
+}
+
+// variableRef is a CEL read of a policy variable.
+var variableRef = regexp.MustCompile(`\bvariables\.([A-Za-z_][A-Za-z0-9_]*)`)
+
+// undeclaredVariable says an expression of pol reads a variable pol does
+// not declare (one of the exact form's, left in a message the typed
+// translation did not take).
+func undeclaredVariable(pol *ir.Policy) bool {
+	declared := map[string]bool{}
+	for _, v := range pol.Variables {
+		declared[v.Name] = true
+	}
+	var texts []string
+	for _, v := range pol.Variables {
+		texts = append(texts, v.Expression)
+	}
+	for _, v := range pol.Validations {
+		texts = append(texts, v.Expression, v.MessageExpression)
+	}
+	for _, a := range append(slices.Clone(pol.AuditAnnotations), pol.OfflineAnnotations...) {
+		texts = append(texts, a.ValueExpression)
+	}
+	for _, t := range texts {
+		for _, m := range variableRef.FindAllStringSubmatch(t, -1) {
+			if !declared[m[1]] {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // named says whether a variable's name is one of names.
@@ -74,9 +109,12 @@ func named(names ...string) func(string) bool {
 // typedWith is the typed policy against the schema of the rule's kinds
 // (taken together: a rule for Deployments and ReplicationControllers
 // assumes of a field only what both guarantee).
-func typedWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool, n kubeschema.Node) (*ir.Policy, error) {
+func typedWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool, n kubeschema.Node, context []conditions.Variable) (*ir.Policy, error) {
 	b := celbuild.New()
 	t := typed.NewTranslator(b)
+	if err := t.SetContext(context); err != nil {
+		return nil, err
+	}
 	v := c.rule.Validation
 	now, err := translateTyped(b, t, v, b.Ident("object"), n)
 	if err != nil {

@@ -33,11 +33,14 @@ type Builder struct {
 	fac    ast.ExprFactory
 	nextID int64
 	info   *ast.SourceInfo
+	// total are the filters (by comprehension ID) whose predicate never
+	// fails (TotalFilter).
+	total map[int64]bool
 }
 
 // New returns an empty builder.
 func New() *Builder {
-	return &Builder{fac: ast.NewExprFactory(), info: ast.NewSourceInfo(nil)}
+	return &Builder{fac: ast.NewExprFactory(), info: ast.NewSourceInfo(nil), total: map[int64]bool{}}
 }
 
 func (b *Builder) id() int64 {
@@ -170,7 +173,30 @@ func (b *Builder) Eq(x, y Expr) Expr {
 	if v, ok := sameLiterals(x, y); ok {
 		return b.Bool(v)
 	}
+	if e, ok := b.existsOfSize(operators.Equals, x, y); ok {
+		return e
+	}
+	if e, ok := b.pushDown(x, y, b.Eq); ok {
+		return e
+	}
 	return b.Call(operators.Equals, x, y)
+}
+
+// pushDown is (c ? t : f) op y for a literal y, when t or f is a literal:
+// c ? t op y : f op y, which folds (has(x.f) ? string(x.f) : "null") ==
+// "false" into has(x.f) && string(x.f) == "false").
+func (b *Builder) pushDown(x, y Expr, op func(x, y Expr) Expr) (Expr, bool) {
+	if x.Kind() == ast.LiteralKind {
+		x, y = y, x
+	}
+	if y.Kind() != ast.LiteralKind {
+		return nil, false
+	}
+	c, t, f, ok := b.AsTernary(x)
+	if !ok || t.Kind() != ast.LiteralKind && f.Kind() != ast.LiteralKind {
+		return nil, false
+	}
+	return b.Cond(c, op(t, y), op(f, y)), true
 }
 
 // sameLiterals compares two scalar literals of one type.
@@ -194,6 +220,12 @@ func (b *Builder) Ne(x, y Expr) Expr {
 	if v, ok := sameLiterals(x, y); ok {
 		return b.Bool(!v)
 	}
+	if e, ok := b.existsOfSize(operators.NotEquals, x, y); ok {
+		return e
+	}
+	if e, ok := b.pushDown(x, y, b.Ne); ok {
+		return e
+	}
 	return b.Call(operators.NotEquals, x, y)
 }
 
@@ -203,7 +235,78 @@ func (b *Builder) Compare(op string, x, y Expr) Expr {
 	if !ok {
 		panic(fmt.Sprintf("celbuild: comparison %q", op))
 	}
-	return b.Call(fn, x, y)
+	return b.compareCall(fn, x, y)
+}
+
+// comparisonFunction are the ordering comparisons.
+var comparisonFunction = map[string]bool{operators.Less: true, operators.LessEquals: true, operators.Greater: true, operators.GreaterEquals: true}
+
+// compareCall is the comparison fn of x and y, folded; the size of a
+// filter compared with 0 or 1 is whether an element passes it
+// (l.filter(v, p).size() > 0 is l.exists(v, p)).
+func (b *Builder) compareCall(fn string, x, y Expr) Expr {
+	switch fn {
+	case operators.Equals:
+		return b.fold(b.Eq(x, y))
+	case operators.NotEquals:
+		return b.fold(b.Ne(x, y))
+	}
+	if e, ok := b.existsOfSize(fn, x, y); ok {
+		return e
+	}
+	return b.fold(b.Call(fn, x, y))
+}
+
+// existsOfSize is size(l.filter(v, p)) op n as l.exists(v, p) or its
+// negation, for the comparisons with 0 and 1 that test emptiness.
+func (b *Builder) existsOfSize(fn string, x, y Expr) (Expr, bool) {
+	n, ok := intLit(y)
+	if !ok {
+		return nil, false
+	}
+	var nonEmpty bool
+	switch {
+	case fn == operators.Greater && n == 0, fn == operators.GreaterEquals && n == 1, fn == operators.NotEquals && n == 0:
+		nonEmpty = true
+	case fn == operators.Equals && n == 0, fn == operators.LessEquals && n == 0, fn == operators.Less && n == 1:
+	default:
+		return nil, false
+	}
+	if x.Kind() != ast.CallKind || x.AsCall().FunctionName() != "size" {
+		return nil, false
+	}
+	c := x.AsCall()
+	var l Expr
+	switch {
+	case c.IsMemberFunction() && len(c.Args()) == 0:
+		l = c.Target()
+	case !c.IsMemberFunction() && len(c.Args()) == 1:
+		l = c.Args()[0]
+	default:
+		return nil, false
+	}
+	call, ok := b.info.GetMacroCall(l.ID())
+	if !ok || !b.total[l.ID()] || l.Kind() != ast.ComprehensionKind || call.AsCall().FunctionName() != "filter" || len(call.AsCall().Args()) != 2 {
+		return nil, false
+	}
+	m := call.AsCall()
+	v := m.Args()[0]
+	if v.Kind() != ast.IdentKind {
+		return nil, false
+	}
+	exists := b.Exists(m.Target(), v.AsIdent(), m.Args()[1])
+	if nonEmpty {
+		return exists, true
+	}
+	return b.Not(exists), true
+}
+
+func intLit(e Expr) (int64, bool) {
+	if e.Kind() != ast.LiteralKind {
+		return 0, false
+	}
+	n, ok := e.AsLiteral().(types.Int)
+	return int64(n), ok
 }
 
 var comparisons = map[string]string{"==": operators.Equals, "!=": operators.NotEquals, "<": operators.Less,
@@ -235,19 +338,66 @@ func (b *Builder) And(xs ...Expr) Expr { return b.logical(operators.LogicalAnd, 
 // Or is the disjunction of xs, folded as And is.
 func (b *Builder) Or(xs ...Expr) Expr { return b.logical(operators.LogicalOr, false, xs) }
 
-func (b *Builder) logical(op string, unit bool, xs []Expr) Expr {
-	var kept []Expr
+// holdsPresence says the operands xs of op (or of op calls among them)
+// include the presence test p.
+func (b *Builder) holdsPresence(xs []Expr, op string, p Expr) bool {
 	for _, x := range xs {
 		switch {
-		case x == nil || isBool(x, unit):
-			continue
-		case isBool(x, !unit):
-			return b.Bool(!unit)
-		case x.Kind() == ast.CallKind && x.AsCall().FunctionName() == op:
-			kept = append(kept, x.AsCall().Args()...)
-		default:
-			kept = append(kept, x)
+		case isPresenceTest(x) && b.Same(x, p):
+			return true
+		case x.Kind() == ast.CallKind && x.AsCall().FunctionName() == op && b.holdsPresence(x.AsCall().Args(), op, p):
+			return true
 		}
+	}
+	return false
+}
+
+// Conjuncts are the operands of e's chain of &&, in order (e itself when
+// it is not one).
+func Conjuncts(e Expr) []Expr {
+	if e.Kind() != ast.CallKind || e.AsCall().FunctionName() != operators.LogicalAnd {
+		return []Expr{e}
+	}
+	var out []Expr
+	for _, a := range e.AsCall().Args() {
+		out = append(out, Conjuncts(a)...)
+	}
+	return out
+}
+
+// isPresenceTest says e is has(x.f).
+func isPresenceTest(e Expr) bool {
+	return e.Kind() == ast.SelectKind && e.AsSelect().IsTestOnly()
+}
+
+func (b *Builder) logical(op string, unit bool, xs []Expr) Expr {
+	var kept []Expr
+	add := func(xs []Expr) bool {
+		for _, x := range xs {
+			switch {
+			case x == nil || isBool(x, unit):
+				continue
+			case isBool(x, !unit):
+				return false
+			case x.Kind() == ast.CallKind && x.AsCall().FunctionName() == op:
+				// One level: a chain's left operand stays as it is.
+				for _, a := range x.AsCall().Args() {
+					if isPresenceTest(a) && b.holdsPresence(kept, op, a) {
+						continue
+					}
+					kept = append(kept, a)
+				}
+			case isPresenceTest(x) && b.holdsPresence(kept, op, x):
+				// has(a.f) && has(a.f) is has(a.f) (only presence tests
+				// are compared: they are small to print).
+			default:
+				kept = append(kept, x)
+			}
+		}
+		return true
+	}
+	if !add(xs) {
+		return b.Bool(!unit)
 	}
 	switch len(kept) {
 	case 0:
@@ -558,6 +708,8 @@ func (a *adoption) copy(e Expr) Expr {
 			out = b.fold(b.Eq(args[0], args[1]))
 		case fn == operators.NotEquals && len(args) == 2:
 			out = b.fold(b.Ne(args[0], args[1]))
+		case comparisonFunction[fn] && len(args) == 2:
+			out = b.compareCall(fn, args[0], args[1])
 		case fn == operators.LogicalNot && len(args) == 1:
 			out = b.Not(args[0])
 		case fn == operators.LogicalAnd:
@@ -593,14 +745,24 @@ func (a *adoption) copy(e Expr) Expr {
 		}
 		out = b.fac.NewComprehensionTwoVar(b.id(), rng, c.IterVar(), c.IterVar2(), c.AccuVar(),
 			inner.adopt(c.AccuInit()), inner.adopt(c.LoopCondition()), inner.adopt(c.LoopStep()), inner.adopt(c.Result()))
+		if b.total[e.ID()] && info == b.info {
+			b.total[out.ID()] = true
+		}
 		if call, ok := info.GetMacroCall(e.ID()); ok {
 			// The call that prints the macro: its target (the range) is in
 			// the outer scope, its arguments in the comprehension's. Counted
 			// once, in the expansion above.
 			muted, innerMuted := a.muted, inner.muted
 			a.muted, inner.muted = true, true
-			b.info.SetMacroCall(out.ID(), a.macroCall(call, inner))
+			mc := a.macroCall(call, inner)
+			b.info.SetMacroCall(out.ID(), mc)
 			a.muted, inner.muted = muted, innerMuted
+			if m := mc.AsCall(); (m.FunctionName() == "exists" || m.FunctionName() == "all") && len(m.Args()) == 2 && m.Args()[0].Kind() == ast.IdentKind {
+				if x, ok := oneLiteral(m.Target()); ok {
+					// ["ALL"].exists(v, p) is p with "ALL" for v.
+					out = b.Substitute(m.Args()[1], m.Args()[0].AsIdent(), x)
+				}
+			}
 		}
 	case ast.UnspecifiedExprKind:
 		out = b.fac.NewUnspecifiedExpr(a.ids[e.ID()])
@@ -615,6 +777,9 @@ func (b *Builder) All(target Expr, v string, pred Expr) Expr {
 	if IsTrue(pred) {
 		return pred
 	}
+	if x, ok := oneLiteral(target); ok {
+		return b.Substitute(pred, v, x)
+	}
 	return b.macro(parser.MakeAll, "all", target, v, pred)
 }
 
@@ -623,7 +788,20 @@ func (b *Builder) Exists(target Expr, v string, pred Expr) Expr {
 	if IsFalse(pred) {
 		return pred
 	}
+	if x, ok := oneLiteral(target); ok {
+		return b.Substitute(pred, v, x)
+	}
 	return b.macro(parser.MakeExists, "exists", target, v, pred)
+}
+
+// oneLiteral is the element of a list literal of one scalar literal:
+// ["ALL"].exists(v, p) is p with "ALL" for v.
+func oneLiteral(e Expr) (Expr, bool) {
+	if e.Kind() != ast.ListKind || len(e.AsList().Elements()) != 1 || len(e.AsList().OptionalIndices()) > 0 {
+		return nil, false
+	}
+	x := e.AsList().Elements()[0]
+	return x, x.Kind() == ast.LiteralKind
 }
 
 // Map is target.map(v, fn).
@@ -634,6 +812,15 @@ func (b *Builder) Map(target Expr, v string, fn Expr) Expr {
 // Filter is target.filter(v, pred).
 func (b *Builder) Filter(target Expr, v string, pred Expr) Expr {
 	return b.macro(parser.MakeFilter, "filter", target, v, pred)
+}
+
+// TotalFilter is target.filter(v, pred) for a predicate that never
+// fails: its size compared with 0 is written as exists() (which, unlike
+// filter, absorbs an element's error, so only such a filter is).
+func (b *Builder) TotalFilter(target Expr, v string, pred Expr) Expr {
+	f := b.Filter(target, v, pred)
+	b.total[f.ID()] = true
+	return f
 }
 
 // macro builds the comprehension of a receiver macro and records the call

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestPrint(t *testing.T) {
@@ -24,10 +25,29 @@ func TestPrint(t *testing.T) {
 
 func TestParseAdopts(t *testing.T) {
 	b := New()
-	e, err := b.Parse(`request.operation == 'UPDATE' && object.spec.containers.all(c, c.image != "") && [1].exists(x, x > 0)`)
+	e, err := b.Parse(`request.operation == 'UPDATE' && object.spec.containers.all(c, c.image != "") && [x, 2].exists(y, y > 0)`)
 	assert.NoError(t, err)
-	assert.Equal(t, `request.operation == "UPDATE" && object.spec.containers.all(c, c.image != "") && [1].exists(x, x > 0)`, b.MustPrint(b.And(e, b.Bool(true))))
+	assert.Equal(t, `request.operation == "UPDATE" && object.spec.containers.all(c, c.image != "") && [x, 2].exists(y, y > 0)`, b.MustPrint(b.And(e, b.Bool(true))))
 	assert.True(t, b.Same(b.Ident("a"), b.Ident("a")))
+}
+
+// A macro over a list of one literal is its body with the literal (folded
+// where it is constant); a filter whose size is compared with 0 is an
+// exists() only when its predicate never fails (TotalFilter).
+func TestMacrosOverOneLiteralAndEmptiness(t *testing.T) {
+	b := New()
+	e, err := b.Parse(`d == "ALL" || ["ALL"].exists(v, v.matches("^" + d + "$")) || [1].all(x, x > 0)`)
+	require.NoError(t, err)
+	assert.Equal(t, `true`, b.MustPrint(e))
+	e, err = b.Parse(`d == "ALL" || ["ALL"].exists(v, v.matches("^" + d + "$"))`)
+	require.NoError(t, err)
+	assert.Equal(t, `d == "ALL" || "ALL".matches("^" + d + "$")`, b.MustPrint(e))
+	l := b.Select(b.Ident("object"), "items")
+	pred := b.Compare(">", b.Ident("i"), b.Int(1))
+	assert.Equal(t, `object.items.exists(i, i > 1)`, b.MustPrint(b.Compare(">", b.Size(b.TotalFilter(l, "i", pred)), b.Int(0))))
+	assert.Equal(t, `!object.items.exists(i, i > 1)`, b.MustPrint(b.Eq(b.Size(b.TotalFilter(l, "i", pred)), b.Int(0))))
+	assert.Equal(t, `object.items.filter(i, i > 1).size() > 0`, b.MustPrint(b.Compare(">", b.Size(b.Filter(l, "i", pred)), b.Int(0))))
+	assert.Equal(t, `has(a.b) && a.b.c && has(a.b.d)`, b.MustPrint(b.And(b.And(b.Has(b.Ident("a"), "b"), b.Select(b.Select(b.Ident("a"), "b"), "c")), b.Has(b.Ident("a"), "b"), b.Has(b.Select(b.Ident("a"), "b"), "d"))))
 }
 
 // A has() inside a macro's argument is a macro too: the outer macro's

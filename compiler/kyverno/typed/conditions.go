@@ -2,10 +2,12 @@ package typed
 
 import (
 	"encoding/json"
+	"maps"
 	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	kyvernov1 "github.com/kyverno/kyverno/api/kyverno/v1"
@@ -106,7 +108,14 @@ func hasVariable(v any) bool {
 func (t *Translator) condition(c kyvernov1.Condition, roots Roots, names map[string]bool) (celbuild.Expr, bool, error) {
 	rawKey, rawVal := c.GetKey(), c.GetValue()
 	if hasVariable(rawVal) {
-		return t.valueCondition(c, roots, names)
+		lit, ok, err := t.constantValue(rawVal, roots, names)
+		if err != nil {
+			return nil, false, err
+		}
+		if !ok {
+			return t.valueCondition(c, roots, names)
+		}
+		rawVal = lit
 	}
 	o, err := newOperator(string(c.Operator), rawVal)
 	if err != nil {
@@ -148,6 +157,26 @@ func (t *Translator) condition(c kyvernov1.Condition, roots Roots, names map[str
 		return t.listCondition(o, v, names)
 	}
 	return nil, false, notTyped("a key of this kind")
+}
+
+// constantValue is a condition's value that is one {{ }} variable giving
+// a constant (a context variable's value): the constant, as if written
+// in its place.
+func (t *Translator) constantValue(raw any, roots Roots, names map[string]bool) (any, bool, error) {
+	s, ok := raw.(string)
+	if !ok {
+		return nil, false, nil
+	}
+	text, ok := wholeVariable(s)
+	if !ok {
+		return nil, false, nil
+	}
+	// Only tried: the names it takes are not kept.
+	v, err := t.query(text, roots, maps.Clone(names))
+	if err != nil || v.kind != qLit {
+		return nil, false, nil
+	}
+	return v.lit, true, nil
 }
 
 // valueCondition is an In operator with a literal string key and a value
@@ -595,7 +624,25 @@ func (t *Translator) Message(text string, roots Roots) (celbuild.Expr, error) {
 		return nil, notTyped("an escaped {{ in the message")
 	}
 	var out celbuild.Expr
+	pending := ""
+	flush := func() {
+		if pending == "" {
+			return
+		}
+		if out == nil {
+			out = t.b.String(pending)
+		} else {
+			out = t.b.Add(out, t.b.String(pending))
+		}
+		pending = ""
+	}
 	add := func(e celbuild.Expr) {
+		if s, ok := stringLiteral(e); ok {
+			// Text next to text is one literal.
+			pending += s
+			return
+		}
+		flush()
 		if out == nil {
 			out = e
 		} else {
@@ -635,10 +682,20 @@ func (t *Translator) Message(text string, roots Roots) (celbuild.Expr, error) {
 	if rest != "" {
 		add(t.b.String(rest))
 	}
+	flush()
 	if out == nil {
 		return t.b.String(""), nil
 	}
 	return out, nil
+}
+
+// stringLiteral is the value of a string literal.
+func stringLiteral(e celbuild.Expr) (string, bool) {
+	if e.Kind() != ast.LiteralKind {
+		return "", false
+	}
+	v, ok := e.AsLiteral().(types.String)
+	return string(v), ok
 }
 
 // messageText is the text Kyverno writes for a value in a message.
@@ -646,6 +703,12 @@ func (t *Translator) messageText(v qval) (celbuild.Expr, error) {
 	var value celbuild.Expr
 	var shape kubeschema.Shape
 	switch v.kind {
+	case qLit:
+		text, ok := literalText(v.lit)
+		if !ok || v.lit == nil {
+			return nil, notTyped("a message variable that is null")
+		}
+		return t.b.String(text), nil
 	case qScalar:
 		value, shape = v.scalar.expr, v.scalar.shape
 	case qPath:

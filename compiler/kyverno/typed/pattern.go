@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/admitc/admitc/compiler/kyverno/conditions"
 	"github.com/admitc/admitc/compiler/kyverno/pattern"
 	"github.com/admitc/admitc/internal/celbuild"
 	"github.com/admitc/admitc/internal/kubeschema"
@@ -43,6 +44,8 @@ type Translator struct {
 	b     *celbuild.Builder
 	reads map[string]ir.SchemaRead
 	order []string
+	// context are the rule's context variables (SetContext).
+	context []conditions.Variable
 }
 
 // NewTranslator translates with builder b.

@@ -2,6 +2,7 @@ package typed
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -249,6 +250,8 @@ type query struct {
 	roots Roots
 	text  string
 	names map[string]bool
+	// visible is how many of the rule's context entries the query sees.
+	visible int
 }
 
 func (q *query) refuse(format string, args ...any) error {
@@ -261,7 +264,10 @@ func (t *Translator) query(text string, roots Roots, names map[string]bool) (qva
 	if err != nil {
 		return qval{}, notTyped("JMESPath %q does not parse: %v", text, err)
 	}
-	q := &query{t: t, b: t.b, roots: roots, text: text, names: names}
+	q := &query{t: t, b: t.b, roots: roots, text: text, names: names, visible: len(t.context)}
+	if err := q.loadsMentioned(text); err != nil {
+		return qval{}, err
+	}
 	v, err := q.node(node, qval{kind: qPseudo, pseudo: "$"}, true)
 	if err != nil {
 		return qval{}, err
@@ -306,6 +312,10 @@ func (q *query) node(n gojmespath.ASTNode, cur qval, strict bool) (qval, error) 
 		return q.or(n, cur)
 	case gojmespath.ASTFunctionExpression:
 		return q.function(n, cur)
+	case gojmespath.ASTComparator:
+		return q.comparator(n, cur)
+	case gojmespath.ASTPipe:
+		return q.pipe(n, cur, strict)
 	}
 	return qval{}, q.refuse("%s", strings.TrimPrefix(n.NodeType.String(), "AST"))
 }
@@ -384,6 +394,11 @@ func (q *query) field(cur qval, key string, strict bool) (qval, error) {
 
 // rootField resolves the names of Kyverno's context.
 func (q *query) rootField(pseudo, key string) (qval, error) {
+	if pseudo == "$" {
+		if i := q.contextIndex(key); i >= 0 {
+			return q.contextValue(i)
+		}
+	}
 	switch pseudo + "." + key {
 	case "$.request":
 		return qval{kind: qPseudo, pseudo: "request"}, nil
@@ -426,16 +441,24 @@ func (q *query) projection(n gojmespath.ASTNode, cur qval) (qval, error) {
 		return qval{kind: qNull}, err
 	}
 	if n.NodeType == gojmespath.ASTFilterProjection {
-		cond, err := q.node(n.Children[2], list.elem, false)
-		if err != nil {
-			return qval{}, err
+		var cond qval
+		var truthy celbuild.Expr
+		mayErr := false
+		switch n.Children[2].NodeType {
+		case gojmespath.ASTAndExpression, gojmespath.ASTOrExpression, gojmespath.ASTNotExpression, gojmespath.ASTComparator:
+			truthy, mayErr, err = q.filterCond(n.Children[2], list.elem)
+		default:
+			cond, err = q.node(n.Children[2], list.elem, false)
+			if err == nil {
+				truthy, err = q.truthy(cond)
+				mayErr = cond.kind == qScalar && cond.scalar.mayErr
+			}
 		}
-		truthy, err := q.truthy(cond)
 		if err != nil {
 			return qval{}, err
 		}
 		list = list.filtered(q.b, truthy)
-		list.mayErr = list.mayErr || cond.kind == qScalar && cond.scalar.mayErr
+		list.mayErr = list.mayErr || mayErr
 		if e := list.elem; cond.kind == qPath && e.kind == qPath && len(cond.path.keys) == len(e.path.keys)+1 && q.b.Same(cond.path.root, e.path.root) {
 			// [?field] keeps the elements that have the field.
 			known := *e.path
@@ -746,6 +769,39 @@ func (q *query) truthy(v qval) (celbuild.Expr, error) {
 func (q *query) function(n gojmespath.ASTNode, cur qval) (qval, error) {
 	name := n.Value.(string)
 	switch {
+	case name == "length" && len(n.Children) == 1 && isFunction(n.Children[0], "keys", 1):
+		// length(keys(m)) of a map: its size.
+		arg, err := q.node(n.Children[0].Children[0], cur, false)
+		if err != nil {
+			return qval{}, err
+		}
+		if arg.kind != qPath || arg.path.hasDflt || arg.path.present(q.b) != nil || arg.path.shape() != kubeschema.Map {
+			return qval{}, q.refuse("length(keys()) of a value that is not a map that is always there")
+		}
+		return qval{kind: qScalar, scalar: &qscalar{expr: q.b.Size(arg.path.expr(q.b)), shape: kubeschema.Integer}}, nil
+	case name == "to_string" && len(n.Children) == 1:
+		arg, err := q.node(n.Children[0], cur, false)
+		if err != nil {
+			return qval{}, err
+		}
+		return q.toString(arg)
+	case name == "regex_match" && len(n.Children) == 2 && n.Children[0].NodeType == gojmespath.ASTLiteral:
+		re, ok := n.Children[0].Value.(string)
+		if !ok {
+			break
+		}
+		if _, err := regexp.Compile(re); err != nil {
+			return qval{}, q.refuse("regex_match() with an invalid pattern: %v", err)
+		}
+		arg, err := q.node(n.Children[1], cur, false)
+		if err != nil {
+			return qval{}, err
+		}
+		s, mayErr, err := q.stringArg(arg)
+		if err != nil {
+			return qval{}, err
+		}
+		return qval{kind: qScalar, scalar: &qscalar{expr: q.b.Member("matches", s, q.b.String(re)), shape: kubeschema.Boolean, mayErr: mayErr}}, nil
 	case name == "length" && len(n.Children) == 1:
 		arg, err := q.node(n.Children[0], cur, false)
 		if err != nil {
@@ -802,6 +858,11 @@ func (q *query) stringFunction(name string, argNode gojmespath.ASTNode, lit any,
 	return qval{kind: qScalar, scalar: &qscalar{expr: e, shape: kubeschema.Boolean, mayErr: p.present(q.b) != nil}}, nil
 }
 
+// isFunction says n calls the function name with args arguments.
+func isFunction(n gojmespath.ASTNode, name string, args int) bool {
+	return n.NodeType == gojmespath.ASTFunctionExpression && n.Value == name && len(n.Children) == args
+}
+
 func isKeysOfCurrent(n gojmespath.ASTNode) bool {
 	return n.NodeType == gojmespath.ASTFunctionExpression && n.Value == "keys" && len(n.Children) == 1 &&
 		n.Children[0].NodeType == gojmespath.ASTCurrentNode
@@ -845,6 +906,9 @@ func (q *query) size(v qval) (celbuild.Expr, error) {
 		}
 		if keep == nil {
 			return q.b.Size(g.src), nil
+		}
+		if !l.mayErr {
+			return q.b.Size(q.b.TotalFilter(g.src, g.v, keep)), nil
 		}
 		return q.b.Size(q.b.Filter(g.src, g.v, keep)), nil
 	}

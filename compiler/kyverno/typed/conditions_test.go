@@ -1,0 +1,100 @@
+package typed
+
+import (
+	"testing"
+
+	kyvernov1 "github.com/kyverno/kyverno/api/kyverno/v1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
+
+	"github.com/admitc/admitc/compiler/kyverno/conditions"
+	"github.com/admitc/admitc/internal/celbuild"
+)
+
+// conditionsOf translates an any/all block over a Pod with the context
+// variables vars.
+func conditionsOf(t *testing.T, block string, vars ...conditions.Variable) (string, error) {
+	t.Helper()
+	var raw kyvernov1.AnyAllConditions
+	require.NoError(t, yaml.Unmarshal([]byte(block), &raw))
+	b := celbuild.New()
+	tr := NewTranslator(b)
+	if err := tr.SetContext(vars); err != nil {
+		return "", err
+	}
+	out, err := tr.Conditions(raw, Roots{Object: b.Ident("object"), Node: podSchema(t), Operation: b.Select(b.Ident("request"), "operation")})
+	if err != nil {
+		return "", err
+	}
+	return b.MustPrint(out.Holds), nil
+}
+
+// Context variables, JMESPath filters with comparators, pipes and the
+// functions of the typed subset read as a person writes them.
+func TestConditionsReadAsWritten(t *testing.T) {
+	approver := conditions.Variable{Name: "approver", JMESPath: `request.object.metadata.annotations."example.com/approver"`, Default: "", HasDefault: true}
+	elevated := conditions.Variable{Name: "elevated", JMESPath: "request.object.spec.containers[?securityContext.privileged == `true`] | length(@)"}
+	teams := conditions.Variable{Name: "teams", Value: []any{"payments", "search"}, HasValue: true}
+	names := conditions.Variable{Name: "names", Value: "{{ request.object.spec.containers[].name }}", HasValue: true, JMESPath: "length(@)"}
+	for _, c := range []struct {
+		block string
+		vars  []conditions.Variable
+		want  string
+	}{{
+		block: `{all: [{key: "{{ elevated }}", operator: GreaterThan, value: 0}, {key: "{{ regex_match('^TEAM-[0-9]+$', approver) }}", operator: Equals, value: false}]}`,
+		vars:  []conditions.Variable{approver, elevated},
+		want:  `object.spec.containers.exists(container, container.?securityContext.?privileged.orValue(false)) && !object.metadata.?annotations[?"example.com/approver"].orValue("").matches("^TEAM-[0-9]+$")`,
+	}, {
+		block: `{any: [{key: "{{ request.object.metadata.labels.team }}", operator: AnyNotIn, value: "{{ teams }}"}]}`,
+		vars:  []conditions.Variable{teams},
+		// A key may be a wildcard pattern too (Kyverno matches it against
+		// each value), unless it cannot hold one.
+		want: `!(object.metadata.labels.team in ["payments", "search"] || object.metadata.labels.team.matches("^[*?acehmnprsty]*$") && ["payments", "search"].exists(v, v.matches("(?s)^" + object.metadata.labels.team.replace("*", ".*").replace("?", ".") + "$")))`,
+	}, {
+		block: `{any: [{key: "{{ names }}", operator: GreaterThan, value: 4}]}`,
+		vars:  []conditions.Variable{names},
+		want:  `object.spec.containers.size() > 4`,
+	}, {
+		block: "{any: [{key: \"{{ request.object.spec.containers[?securityContext.runAsUser < `1000` && securityContext.capabilities.add != null] | length(@) }}\", operator: Equals, value: 0}]}",
+		want:  `!object.spec.containers.exists(container, has(container.securityContext) && has(container.securityContext.runAsUser) && container.securityContext.runAsUser < 1000 && has(container.securityContext.capabilities) && has(container.securityContext.capabilities.add))`,
+	}, {
+		block: `{all: [{key: "{{ to_string(request.object.spec.automountServiceAccountToken) }}", operator: Equals, value: "null"}]}`,
+		want:  `!has(object.spec.automountServiceAccountToken) || string(object.spec.automountServiceAccountToken) == "null"`,
+	}, {
+		block: "{all: [{key: \"{{ request.object.spec.initContainers || `[]` | length(@) }}\", operator: Equals, value: 0}]}",
+		want:  `object.spec.?initContainers.orValue([]).size() == 0`,
+	}, {
+		block: `{all: [{key: "{{ length(keys(request.object.spec.nodeSelector || ` + "`{}`" + `)) }}", operator: Equals, value: 0}]}`,
+		want:  ``,
+	}} {
+		got, err := conditionsOf(t, c.block, c.vars...)
+		if c.want == "" {
+			assert.ErrorIs(t, err, ErrNotTyped, c.block)
+			continue
+		}
+		require.NoError(t, err, c.block)
+		assert.Equal(t, c.want, got, c.block)
+	}
+}
+
+// A context entry that may fail to load (evaluate to null without a
+// default, read a value that may be missing) keeps the exact form: Kyverno
+// fails every query that names it, even one that does not read it.
+func TestContextEntriesThatMayFailAreRefused(t *testing.T) {
+	owner := conditions.Variable{Name: "owner", JMESPath: "request.object.metadata.annotations.owner"}
+	for _, block := range []string{
+		`{any: [{key: "{{ owner }}", operator: Equals, value: x}]}`,
+		`{any: [{key: "{{ contains(request.object.metadata.name, 'owner') }}", operator: Equals, value: true}]}`,
+	} {
+		_, err := conditionsOf(t, block, owner)
+		assert.ErrorIs(t, err, ErrNotTyped, block)
+	}
+	_, err := conditionsOf(t, `{any: [{key: "{{ request.object.metadata.name }}", operator: Equals, value: x}]}`, owner)
+	assert.NoError(t, err, "an entry no query names is never loaded")
+	b := celbuild.New()
+	assert.ErrorIs(t, NewTranslator(b).SetContext([]conditions.Variable{{Name: "request", Value: "x", HasValue: true}}), ErrNotTyped)
+	assert.ErrorIs(t, NewTranslator(b).SetContext([]conditions.Variable{{Name: "cm", CEL: "params.data"}}), ErrNotTyped)
+	_, err = conditionsOf(t, `{any: [{key: "{{ regex_match('(', request.object.metadata.name) }}", operator: Equals, value: true}]}`)
+	assert.ErrorIs(t, err, ErrNotTyped, "an invalid pattern")
+}

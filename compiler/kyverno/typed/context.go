@@ -1,0 +1,245 @@
+package typed
+
+import (
+	"encoding/json"
+	"maps"
+	"math"
+
+	gojmespath "github.com/kyverno/go-jmespath"
+
+	"github.com/admitc/admitc/compiler/kyverno/conditions"
+	"github.com/admitc/admitc/internal/celbuild"
+	"github.com/admitc/admitc/internal/kubeschema"
+)
+
+// A rule's context variables (Kyverno's variable entries) are read where
+// a query names them, as the value their entry gives (Kyverno's variable
+// loader, pkg/engine/context/loaders/variable.go): Value with its {{ }}
+// variable substituted, JMESPath applied to it or run on the context,
+// Default when the query fails or gives null. An entry sees the entries
+// before it. An entry that may fail to load (a value that may be null, a
+// query that may fail without a default) fails every query that mentions
+// it, in Kyverno's deferred loading order; the typed translation takes
+// only entries that always load, whose value is then the same wherever it
+// is read.
+
+// SetContext gives the translations the rule's context variables, in the
+// rule's order; an entry loaded from outside the request (CEL) or named
+// as one of Kyverno's own variables is refused.
+func (t *Translator) SetContext(vars []conditions.Variable) error {
+	for _, v := range vars {
+		if v.CEL != "" {
+			return notTyped("the context entry %s is loaded from outside the request", v.Name)
+		}
+		if reservedContextName[v.Name] {
+			return notTyped("the context entry %s replaces Kyverno's own variable", v.Name)
+		}
+		if hasVariable(v.Default) {
+			return notTyped("the context entry %s has a default with {{ }} variables", v.Name)
+		}
+	}
+	t.context = vars
+	return nil
+}
+
+// reservedContextName are the names of Kyverno's own context.
+var reservedContextName = map[string]bool{
+	"request": true, "element": true, "elementIndex": true, "images": true,
+	"serviceAccountName": true, "serviceAccountNamespace": true, "target": true,
+}
+
+// contextIndex is the index of the visible context entry named name, or
+// -1.
+func (q *query) contextIndex(name string) int {
+	for i := 0; i < q.visible && i < len(q.t.context); i++ {
+		if q.t.context[i].Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// loadsMentioned checks that every visible context entry that Kyverno's
+// deferred loader loads before running text (any entry text names, even
+// one it does not read) always loads: one that may fail fails the query,
+// which the typed translation does not write.
+func (q *query) loadsMentioned(text string) error {
+	for i := 0; i < q.visible && i < len(q.t.context); i++ {
+		if conditions.Loads(q.t.context[i].Name, text) {
+			// Only checked: its names are not taken.
+			check := *q
+			check.names = maps.Clone(q.names)
+			if _, err := check.contextValue(i); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// contextValue is the value of the context entry i, which must always
+// load.
+func (q *query) contextValue(i int) (qval, error) {
+	v := q.t.context[i]
+	sub := &query{t: q.t, b: q.b, roots: q.roots, text: q.text, names: q.names, visible: i}
+	var out qval
+	var err error
+	switch {
+	case v.HasValue:
+		if out, err = sub.value(v.Value); err != nil {
+			return qval{}, err
+		}
+		if !sub.neverNull(out) {
+			return qval{}, q.refuse("the context entry %s: a value that may be null or fail", v.Name)
+		}
+		if v.JMESPath != "" {
+			if err := sub.loadsMentioned(v.JMESPath); err != nil {
+				return qval{}, err
+			}
+			node, err := gojmespath.NewParser().Parse(v.JMESPath)
+			if err != nil {
+				return qval{}, q.refuse("the context entry %s: %v", v.Name, err)
+			}
+			if out, err = sub.node(node, out, true); err != nil {
+				return qval{}, err
+			}
+			if !sub.neverNull(out) {
+				return qval{}, q.refuse("the context entry %s: a query of its value that may be null or fail", v.Name)
+			}
+		}
+	case v.JMESPath != "":
+		if err := sub.loadsMentioned(v.JMESPath); err != nil {
+			return qval{}, err
+		}
+		node, err := gojmespath.NewParser().Parse(v.JMESPath)
+		if err != nil {
+			return qval{}, q.refuse("the context entry %s: %v", v.Name, err)
+		}
+		if out, err = sub.node(node, qval{kind: qPseudo, pseudo: "$"}, true); err != nil {
+			return qval{}, err
+		}
+		if !sub.neverNull(out) {
+			if !v.HasDefault || v.Default == nil {
+				return qval{}, q.refuse("the context entry %s may evaluate to null, which fails it", v.Name)
+			}
+			if out, err = sub.withDefault(out, v.Default); err != nil {
+				return qval{}, err
+			}
+		}
+	default:
+		if !v.HasDefault || v.Default == nil {
+			return qval{}, q.refuse("the context entry %s evaluates to null", v.Name)
+		}
+		out = qval{kind: qLit, lit: v.Default}
+	}
+	if out.kind == qPseudo || out.kind == qMulti {
+		return qval{}, q.refuse("the context entry %s is not a value", v.Name)
+	}
+	return out, nil
+}
+
+// value is an entry's value with its {{ }} variable substituted: a
+// string that is one variable is the variable's value; any other {{ }}
+// is refused.
+func (q *query) value(x any) (qval, error) {
+	if s, ok := x.(string); ok {
+		if text, ok := wholeVariable(s); ok {
+			if err := q.loadsMentioned(text); err != nil {
+				return qval{}, err
+			}
+			node, err := gojmespath.NewParser().Parse(text)
+			if err != nil {
+				return qval{}, q.refuse("%v", err)
+			}
+			return q.node(node, qval{kind: qPseudo, pseudo: "$"}, true)
+		}
+	}
+	if hasVariable(x) {
+		return qval{}, q.refuse("a context value with {{ }} variables inside it")
+	}
+	return qval{kind: qLit, lit: x}, nil
+}
+
+// neverNull says a value is never null and never fails.
+func (q *query) neverNull(v qval) bool {
+	switch v.kind {
+	case qLit:
+		return v.lit != nil
+	case qScalar:
+		return !v.scalar.mayErr
+	case qPath:
+		p := v.path
+		if p.mayErr() {
+			return false
+		}
+		if p.hasDflt {
+			// `|| literal`: the literal where the value is null.
+			return p.dflt != nil
+		}
+		return p.present(q.b) == nil
+	case qList:
+		return v.list.null == nil && !v.list.mayErr
+	}
+	return false
+}
+
+// withDefault is v, which may be null or fail, with dflt in its place
+// then: a field read as an optional chain with orValue, a projection over
+// a list that may be missing as the empty list.
+func (q *query) withDefault(v qval, dflt any) (qval, error) {
+	switch v.kind {
+	case qNull:
+		return qval{kind: qLit, lit: dflt}, nil
+	case qPath:
+		p := v.path
+		if p.hasDflt {
+			break
+		}
+		lit, ok := defaultLiteral(q.b, p.shape(), dflt)
+		if !ok {
+			return qval{}, q.refuse("a default that is not of the value's type")
+		}
+		opt, isOpt := p.optional(q.b)
+		if !isOpt {
+			return v, nil
+		}
+		return qval{kind: qScalar, scalar: &qscalar{expr: q.b.OrValue(opt, lit), shape: p.shape()}}, nil
+	case qList:
+		l, ok := dflt.([]any)
+		if !ok || len(l) != 0 || v.list.mayErr {
+			break
+		}
+		out := *v.list
+		if out.null != nil {
+			out.gens = append([]qgen(nil), out.gens...)
+			out.gens[0].src, out.null, out.optSrc = out.optSrc, nil, nil
+		}
+		return qval{kind: qList, list: &out}, nil
+	}
+	return qval{}, q.refuse("a default for a value of this kind")
+}
+
+// defaultLiteral is dflt as a CEL literal of shape s.
+func defaultLiteral(b *celbuild.Builder, s kubeschema.Shape, dflt any) (celbuild.Expr, bool) {
+	switch d := dflt.(type) {
+	case string:
+		return b.String(d), s == kubeschema.String
+	case bool:
+		return b.Bool(d), s == kubeschema.Boolean
+	case float64:
+		if s == kubeschema.Integer && d == math.Trunc(d) && math.Abs(d) < 1<<53 {
+			return b.Int(int64(d)), true
+		}
+	}
+	return nil, false
+}
+
+// literalText is the text Kyverno writes for a constant in a message: a
+// string as itself, anything else as its JSON.
+func literalText(v any) (string, bool) {
+	if s, ok := v.(string); ok {
+		return s, true
+	}
+	data, err := json.Marshal(v)
+	return string(data), err == nil
+}
