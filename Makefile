@@ -14,7 +14,7 @@ GOARCH    ?= $(shell $(GO) env GOARCH)
 # cold machine saves a whole second compile of admitc's dependency tree.
 export GOFLAGS += -trimpath
 
-.PHONY: all build build-serve build-kyverno image test unit fuzz kyverno kyverno-full fastpath-full kyverno-cli golden bench twins load overload soak audit-load e2e clean
+.PHONY: all build build-serve build-kyverno image test unit fuzz kyverno kyverno-full fastpath-full kyverno-cli golden bench twins load overload soak audit-load apiserver-cost e2e clean
 
 all: build
 
@@ -99,6 +99,13 @@ bench:
 ## (a few minutes on 2 cores); TWINS_FLAGS='-run seccomp -sort name' narrows or reorders it.
 twins:
 	$(GO) run ./test/twins $(TWINS_FLAGS)
+
+## apiserver-cost: admitc's translation of every Kyverno pattern fixture and the hand-written twins, each set applied in
+## turn to a kube-apiserver v1.37.2 on loopback: time until the API server enforces the set, and the p50/p90 a dry-run
+## pod create takes with it (and with no policy), with issue 31's goals (added latency <= 1.5x, enforce <= 2x the
+## twins'). Not part of make test (a few minutes on 2 cores); APISERVER_COST_FLAGS='-run seccomp' narrows it.
+apiserver-cost:
+	test/apiserver-cost/run.sh $(APISERVER_COST_FLAGS)
 
 ## load: admitc serve (the serve-only build) beside a stdlib HTTPS echo baseline on loopback. MODE=ramp (default):
 ## the highest rate each sustains with p99 <= 10 ms and no error, p50/p99 at 1,000/s and 2,000/s, ratios to the

@@ -27,6 +27,8 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/admitc/admitc/internal/testcluster"
 )
 
 func main() {
@@ -50,18 +52,18 @@ func main() {
 	defer os.RemoveAll(work)
 	policies, err := policyDir(work)
 	check(err)
-	c, err := startCluster(*bin, work)
-	defer c.stop()
+	c, err := testcluster.Start(*bin, work)
+	defer c.Stop()
 	stopOnSignal(c, work)
 	check(err)
 	ok := run(c, runConfig{admitc: *admitc, kyverno: existing(*kyverno), kyvernoAt: kyvernoAt, policies: policies, stages: stages,
 		namespaces: *namespaces, maxRSS: *maxRSS, maxGrowth: *maxGrowth, work: work, admitcEnv: splitEnv(*admitcEnv)})
 	if *hold {
-		fmt.Printf("holding the cluster: KUBECONFIG=%s (Ctrl-C ends it)\n", c.kubeconfig)
+		fmt.Printf("holding the cluster: KUBECONFIG=%s (Ctrl-C ends it)\n", c.Kubeconfig)
 		select {}
 	}
 	if !ok {
-		c.stop()
+		c.Stop()
 		os.Exit(1)
 	}
 }
@@ -76,9 +78,9 @@ type runConfig struct {
 
 // run fills the cluster stage by stage and measures at each; it reports
 // whether admitc stayed within its memory goals.
-func run(c *cluster, cfg runConfig) bool {
+func run(c *testcluster.Cluster, cfg runConfig) bool {
 	ctx := context.Background()
-	rc, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
+	rc, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
 	check(err)
 	rc.QPS, rc.Burst = 5000, 5000
 	client, err := kubernetes.NewForConfig(rc)
@@ -94,11 +96,11 @@ func run(c *cluster, cfg runConfig) bool {
 		fmt.Printf("filled %d pods in %s\n", n, time.Since(start).Round(time.Millisecond))
 		filled = n
 		fmt.Printf("  load average before the audit: %s\n", loadAverage())
-		m := auditWithAdmitc(cfg, c.kubeconfig, n)
+		m := auditWithAdmitc(cfg, c.Kubeconfig, n)
 		admitcRuns = append(admitcRuns, m)
 		m.print()
 		if contains(cfg.kyvernoAt, n) && cfg.kyverno != "" {
-			k := applyWithKyverno(cfg, c.kubeconfig, n)
+			k := applyWithKyverno(cfg, c.Kubeconfig, n)
 			k.print()
 			if k.err == nil && m.err == nil {
 				fmt.Printf("  admitc/kyverno objects/s over the whole run: %.1fx\n", m.rate()/k.rate())
@@ -184,12 +186,12 @@ func check(err error) {
 
 // stopOnSignal stops the cluster and removes the work directory on Ctrl-C
 // or SIGTERM (child processes die with this one: Pdeathsig).
-func stopOnSignal(c *cluster, work string) {
+func stopOnSignal(c *testcluster.Cluster, work string) {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		<-sigs
-		c.stop()
+		c.Stop()
 		os.RemoveAll(work)
 		os.Exit(130)
 	}()
