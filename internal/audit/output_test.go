@@ -3,9 +3,9 @@ package audit
 import (
 	"bytes"
 	"context"
-	"errors"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"testing"
 	"time"
 
@@ -129,7 +129,7 @@ func TestJUnitSuitesPerResource(t *testing.T) {
 		Tests    int `xml:"tests,attr"`
 		Failures int `xml:"failures,attr"`
 		Skipped  int `xml:"skipped,attr"`
-		Suites                   []struct {
+		Suites   []struct {
 			Name      string     `xml:"name,attr"`
 			Failures  int        `xml:"failures,attr"`
 			Testcases []testcase `xml:"testcase"`

@@ -99,4 +99,3 @@ func auditState(ctx context.Context, rc *rest.Config, set *ir.PolicySet) (*clust
 	}
 	return state, nil
 }
-

@@ -2,8 +2,8 @@ package typed
 
 import (
 	"encoding/json"
-	"maps"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
