@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/google/cel-go/common/ast"
+
 	"github.com/admitc/admitc/compiler/kyverno/conditions"
 	"github.com/admitc/admitc/compiler/kyverno/typed"
 	"github.com/admitc/admitc/internal/celbuild"
@@ -57,13 +59,13 @@ func typedDenyWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool,
 		resource = []ir.NamedExpression{{Name: ResourceVariable, Expression: b.MustPrint(root), Origin: pol.Origin}}
 		root = b.Select(b.Ident("variables"), ResourceVariable)
 	}
-	deny, err := t.Conditions(conds, typed.Roots{Object: root, Node: n, Operation: operation(b)})
+	deny, err := t.Conditions(conds, withContextObject(typed.Roots{Object: root, Node: n, Operation: operation(b)}))
 	if err != nil {
 		return nil, err
 	}
 	existing := celbuild.Expr(b.Bool(false))
 	if enforce && c.rule.HasValidateAllowExistingViolations() {
-		old := typed.Roots{Object: b.Ident("oldObject"), Node: n, Operation: b.String(string(ir.Create))}
+		old := withContextObject(typed.Roots{Object: b.Ident("oldObject"), Node: n, Operation: b.String(string(ir.Create))})
 		before, err := t.Conditions(conds, old)
 		if err != nil {
 			return nil, err
@@ -105,7 +107,7 @@ func typedDenyWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool,
 	val := pol.Validations[0]
 	val.Expression = b.MustPrint(valid)
 	if val.MessageExpression != "" {
-		if m, ok := typedDenyMessage(c, b, t, typed.Roots{Object: root, Node: n, Operation: operation(b)}); ok {
+		if m, ok := typedDenyMessage(c, b, t, withContextObject(typed.Roots{Object: root, Node: n, Operation: operation(b)})); ok {
 			val.MessageExpression = b.MustPrint(m)
 		}
 	}
@@ -150,6 +152,17 @@ func typedDenyMessage(c computedRule, b *celbuild.Builder, t *typed.Translator, 
 	}
 	m, err := t.Message(msgs[0], roots)
 	return m, err == nil
+}
+
+// withContextObject is r with what a context entry's own query reads as
+// request.object: the object itself when r reads a plain object or old
+// object; none when it reads the object of a policy that matches DELETE,
+// where Kyverno's query reads null but its substitutions the old object.
+func withContextObject(r typed.Roots) typed.Roots {
+	if r.Object != nil && r.Object.Kind() == ast.IdentKind {
+		r.ContextObject = r.Object
+	}
+	return r
 }
 
 func operation(b *celbuild.Builder) celbuild.Expr {
@@ -197,7 +210,7 @@ func typedPreconditions(pol *ir.Policy, c computedRule, b *celbuild.Builder, t *
 		pol.MatchConditions = slices.Delete(mcs, at, at+1)
 		return nil
 	}
-	held, err := t.Conditions(rest, typed.Roots{Object: requestObject(b, pol), Node: n, Operation: operation(b)})
+	held, err := t.Conditions(rest, withContextObject(typed.Roots{Object: requestObject(b, pol), Node: n, Operation: operation(b)}))
 	if err != nil {
 		// The exact form stays, with the operations narrowed.
 		pol.MatchConditions = mcs

@@ -74,7 +74,7 @@ func typedForEachWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bo
 		resourceVar = []ir.NamedExpression{{Name: ResourceVariable, Expression: b.MustPrint(resource), Origin: pol.Origin}}
 		resource = b.Select(b.Ident("variables"), ResourceVariable)
 	}
-	now, err := typedForEach(b, t, c, v, typed.Roots{Object: resource, Node: n, Operation: operation(b)}, b.Ident("object"))
+	now, err := typedForEach(b, t, c, v, withContextObject(typed.Roots{Object: resource, Node: n, Operation: operation(b)}), b.Ident("object"))
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +87,7 @@ func typedForEachWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bo
 	existing := celbuild.Expr(b.Bool(false))
 	if enforce && c.rule.HasValidateAllowExistingViolations() {
 		oldRoot := b.Ident("oldObject")
-		before, err := typedForEach(b, t, c, v, typed.Roots{Object: oldRoot, Node: n, Operation: b.String(string(ir.Create))}, oldRoot)
+		before, err := typedForEach(b, t, c, v, withContextObject(typed.Roots{Object: oldRoot, Node: n, Operation: b.String(string(ir.Create))}), oldRoot)
 		if err != nil {
 			return nil, err
 		}
@@ -100,7 +100,7 @@ func typedForEachWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bo
 			if err != nil {
 				return nil, err
 			}
-			held, err := t.Conditions(pre, typed.Roots{Object: oldRoot, Node: n, Operation: b.String(string(ir.Create))})
+			held, err := t.Conditions(pre, withContextObject(typed.Roots{Object: oldRoot, Node: n, Operation: b.String(string(ir.Create))}))
 			if err != nil || held.MayErr {
 				return nil, fmt.Errorf("the preconditions on the old object: %v", err)
 			}

@@ -139,7 +139,7 @@ func (b *Builder) Member(fn string, target Expr, args ...Expr) Expr {
 }
 
 // In is x in list (or key in map).
-func (b *Builder) In(x, container Expr) Expr { return b.Call(operators.In, x, container) }
+func (b *Builder) In(x, container Expr) Expr { return b.fold(b.Call(operators.In, x, container)) }
 
 // Size is e.size().
 func (b *Builder) Size(e Expr) Expr { return b.Member("size", e) }

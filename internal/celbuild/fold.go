@@ -19,7 +19,7 @@ import (
 var pure = map[string]bool{
 	operators.Equals: true, operators.NotEquals: true, operators.Less: true, operators.LessEquals: true,
 	operators.Greater: true, operators.GreaterEquals: true, operators.Add: true, operators.Subtract: true,
-	operators.LogicalNot: true, operators.Negate: true,
+	operators.LogicalNot: true, operators.Negate: true, operators.In: true,
 	"size": true, "contains": true, "startsWith": true, "endsWith": true, "matches": true,
 	"duration": true, "quantity": true, "isQuantity": true, "compareTo": true, "string": true,
 	"int": true, "double": true, "lowerAscii": true, "upperAscii": true, "isSemver": true, "semver": true,
@@ -33,6 +33,17 @@ var foldEnv = sync.OnceValues(func() (*cel.Env, error) {
 func constantTree(e Expr) bool {
 	switch e.Kind() {
 	case ast.LiteralKind:
+		return true
+	case ast.ListKind:
+		// A list literal of constants ("CREATE" in ["CREATE", "UPDATE"]).
+		if len(e.AsList().OptionalIndices()) > 0 {
+			return false
+		}
+		for _, el := range e.AsList().Elements() {
+			if !constantTree(el) {
+				return false
+			}
+		}
 		return true
 	case ast.CallKind:
 		c := e.AsCall()

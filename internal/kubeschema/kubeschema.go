@@ -189,6 +189,30 @@ func (n Node) Field(name string) (Node, bool) {
 	return out, true
 }
 
+// Fields are the properties an object of this node may hold, sorted (of
+// every kind taken together); false when it is not an object or may hold
+// properties its schema does not name.
+func (n Node) Fields() ([]string, bool) {
+	if n.Shape() != Object {
+		return nil, false
+	}
+	set := map[string]bool{}
+	for _, p := range n.parts {
+		if extension(p.s, "x-kubernetes-preserve-unknown-fields") || extension(p.s, "x-kubernetes-embedded-resource") {
+			return nil, false
+		}
+		for name := range p.s.Properties {
+			set[name] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for name := range set {
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out, true
+}
+
 // keeps says whether an object of this schema may hold the property name
 // that the schema does not list.
 func (p part) keeps(name string) bool {

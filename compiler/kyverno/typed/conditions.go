@@ -152,6 +152,9 @@ func (t *Translator) condition(c kyvernov1.Condition, roots Roots, names map[str
 		if v.path.shape() == kubeschema.List {
 			return t.listCondition(o, v, names)
 		}
+		if s := v.path.shape(); (s == kubeschema.Object || s == kubeschema.Map) && v.path.hasDflt {
+			return t.objectCondition(o, v.path)
+		}
 		return t.pathCondition(o, v.path)
 	case qList:
 		return t.listCondition(o, v, names)
@@ -401,6 +404,78 @@ func (t *Translator) pathCondition(o operator, p *qpath) (celbuild.Expr, bool, e
 	return t.presentOr(present, onValue, absentHolds), false, nil
 }
 
+// objectCondition is an operator on an object or a map read with `||
+// literal`: the literal where the value is missing or empty (JMESPath's
+// {} is false-like), else the value, which the operator must decide the
+// same way for every non-empty object (checked on probes: a scalar
+// literal never equals an object).
+func (t *Translator) objectCondition(o operator, p *qpath) (celbuild.Expr, bool, error) {
+	exact, err := o.exact()
+	if err != nil {
+		return nil, false, err
+	}
+	onDefault, err := evalBool(exact, "x", p.dflt)
+	if err != nil {
+		return nil, false, notTyped("the operator on the default: %v", err)
+	}
+	var onObject *bool
+	for _, probe := range []any{map[string]any{"a": "b"}, map[string]any{"x": int64(1), "y": []any{"z"}}, map[string]any{"key": map[string]any{}}} {
+		got, err := evalBool(exact, "x", probe)
+		if err != nil || onObject != nil && *onObject != got {
+			return nil, false, notTyped("the %s operator on an object", o.op)
+		}
+		onObject = &got
+	}
+	if onDefault == *onObject {
+		return t.b.Bool(onDefault), false, nil
+	}
+	empty, err := t.missingOrEmpty(p)
+	if err != nil {
+		return nil, false, err
+	}
+	if onDefault {
+		return empty, false, nil
+	}
+	return t.b.Not(empty), false, nil
+}
+
+// missingOrEmpty says an object or a map read by p is missing or has no
+// key: a map of size 0, an object without any of its schema's fields (one
+// that is always written, such as a struct field of a built-in kind,
+// makes it never empty).
+func (t *Translator) missingOrEmpty(p *qpath) (celbuild.Expr, error) {
+	value := p.expr(t.b)
+	var empty celbuild.Expr
+	switch p.shape() {
+	case kubeschema.Map:
+		empty = t.b.Eq(t.b.Size(value), t.b.Int(0))
+	case kubeschema.Object:
+		n := p.final()
+		fields, ok := n.Fields()
+		if !ok {
+			return nil, notTyped("an object whose schema does not name its fields")
+		}
+		var absent []celbuild.Expr
+		for _, f := range fields {
+			if n.AlwaysPresent(f) {
+				absent = nil
+				empty = t.b.Bool(false)
+				break
+			}
+			absent = append(absent, t.b.Not(t.b.Has(value, f)))
+		}
+		if empty == nil {
+			empty = t.b.And(absent...)
+		}
+	default:
+		return nil, notTyped("emptiness of a %s", p.shape())
+	}
+	if present := p.present(t.b); present != nil {
+		return t.b.Or(t.b.Not(present), empty), nil
+	}
+	return empty, nil
+}
+
 // presentOr is onValue when present holds, else absent.
 func (t *Translator) presentOr(present, onValue celbuild.Expr, absent bool) celbuild.Expr {
 	if absent {
@@ -420,9 +495,12 @@ func defaultsOf(shape kubeschema.Shape, dflt any) []any {
 			out = append(out, s)
 		}
 	case kubeschema.Integer:
-		out = append(out, int64(0))
+		// The policy's own default first: spec.?replicas.orValue(1).
 		if n, ok := dflt.(float64); ok && n == float64(int64(n)) {
 			out = append(out, int64(n))
+		}
+		if len(out) == 0 || out[0] != int64(0) {
+			out = append(out, int64(0))
 		}
 	case kubeschema.Boolean:
 		out = append(out, false, true)

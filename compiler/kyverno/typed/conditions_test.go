@@ -23,7 +23,7 @@ func conditionsOf(t *testing.T, block string, vars ...conditions.Variable) (stri
 	if err := tr.SetContext(vars); err != nil {
 		return "", err
 	}
-	out, err := tr.Conditions(raw, Roots{Object: b.Ident("object"), Node: podSchema(t), Operation: b.Select(b.Ident("request"), "operation")})
+	out, err := tr.Conditions(raw, Roots{Object: b.Ident("object"), ContextObject: b.Ident("object"), Node: podSchema(t), Operation: b.Select(b.Ident("request"), "operation")})
 	if err != nil {
 		return "", err
 	}
@@ -65,6 +65,22 @@ func TestConditionsReadAsWritten(t *testing.T) {
 		block: "{all: [{key: \"{{ request.object.spec.initContainers || `[]` | length(@) }}\", operator: Equals, value: 0}]}",
 		want:  `object.spec.?initContainers.orValue([]).size() == 0`,
 	}, {
+		// An object read with || '' is '' where it is missing or has no
+		// field, and never equals '' otherwise.
+		block: `{any: [{key: "{{ request.object.spec.affinity.podAntiAffinity || '' }}", operator: Equals, value: ""}]}`,
+		want:  `!(has(object.spec.affinity) && has(object.spec.affinity.podAntiAffinity)) || !has(object.spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution) && !has(object.spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution)`,
+	}, {
+		block: "{any: [{key: \"{{ request.object.spec.nodeSelector || `{}` }}\", operator: NotEquals, value: \"\"}]}",
+		want:  `true`,
+	}, {
+		// A quantity compares as one (Kyverno: durations first, then
+		// quantities).
+		block: `{all: [{key: "{{ request.object.spec.overhead.memory || '' }}", operator: GreaterThan, value: 1Gi}]}`,
+		want:  `isQuantity(object.spec.?overhead.?memory.orValue("")) && quantity(object.spec.?overhead.?memory.orValue("")).isGreaterThan(quantity("1Gi"))`,
+	}, {
+		block: `{all: [{key: "{{ request.object.spec.overhead.memory || '' }}", operator: LessThan, value: 1m}]}`,
+		want:  ``,
+	}, {
 		block: `{all: [{key: "{{ length(keys(request.object.spec.nodeSelector || ` + "`{}`" + `)) }}", operator: Equals, value: 0}]}`,
 		want:  ``,
 	}} {
@@ -97,4 +113,14 @@ func TestContextEntriesThatMayFailAreRefused(t *testing.T) {
 	assert.ErrorIs(t, NewTranslator(b).SetContext([]conditions.Variable{{Name: "cm", CEL: "params.data"}}), ErrNotTyped)
 	_, err = conditionsOf(t, `{any: [{key: "{{ regex_match('(', request.object.metadata.name) }}", operator: Equals, value: true}]}`)
 	assert.ErrorIs(t, err, ErrNotTyped, "an invalid pattern")
+
+	// On DELETE, Kyverno's substitutions read the old object as
+	// request.object, an entry's own query reads null.
+	var raw kyvernov1.AnyAllConditions
+	require.NoError(t, yaml.Unmarshal([]byte(`{any: [{key: "{{ owner }}", operator: Equals, value: x}]}`), &raw))
+	b = celbuild.New()
+	tr := NewTranslator(b)
+	require.NoError(t, tr.SetContext([]conditions.Variable{{Name: "owner", JMESPath: "request.object.metadata.name", Default: "", HasDefault: true}}))
+	_, err = tr.Conditions(raw, Roots{Object: b.Select(b.Ident("variables"), "resource"), Node: podSchema(t)})
+	assert.ErrorIs(t, err, ErrNotTyped, "request.object in an entry's query of a policy that matches DELETE")
 }

@@ -115,6 +115,7 @@ func (q *query) contextValue(i int) (qval, error) {
 		if err != nil {
 			return qval{}, q.refuse("the context entry %s: %v", v.Name, err)
 		}
+		sub.contextQuery = true
 		if out, err = sub.node(node, qval{kind: qPseudo, pseudo: "$"}, true); err != nil {
 			return qval{}, err
 		}

@@ -131,6 +131,12 @@ func (o operator) stringScalar(plain bool) (string, error) {
 			return "!(" + eq + ")", nil
 		}
 		return eq, nil
+	case "greaterthan", "greaterthanorequals", "lessthan", "lessthanorequals":
+		if s, ok := o.raw.(string); ok {
+			if q, ok := quantityOrder(o.op, s); ok {
+				return q, nil
+			}
+		}
 	}
 	if !o.isIn() {
 		return o.constant(kubeschema.String)
@@ -181,6 +187,24 @@ func stringEquals(s string) (string, error) {
 		return m, nil
 	}
 	return "!isQuantity(x) && " + m, nil
+}
+
+// quantityOrder is Kyverno's GreaterThan[OrEquals] and LessThan[OrEquals]
+// of a string key x and the literal quantity s that is not a duration
+// (Kyverno compares durations first): a key that is a quantity compares
+// as one. What it says of a key that is not a quantity is checked
+// against the exact predicate on the probes (agree).
+func quantityOrder(op, s string) (string, bool) {
+	if conditions.IsDurationText(s) {
+		return "", false
+	}
+	if _, err := resource.ParseQuantity(s); err != nil {
+		return "", false
+	}
+	q := "quantity(" + celenv.Quote(s) + ")"
+	cmp := map[string]string{"greaterthan": "quantity(x).isGreaterThan(" + q + ")", "greaterthanorequals": "!quantity(x).isLessThan(" + q + ")",
+		"lessthan": "quantity(x).isLessThan(" + q + ")", "lessthanorequals": "!quantity(x).isGreaterThan(" + q + ")"}[op]
+	return "isQuantity(x) && " + cmp, true
 }
 
 // quantityImpossible says no quantity matches the wildcard pattern s: a

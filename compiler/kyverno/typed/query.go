@@ -35,6 +35,11 @@ type Roots struct {
 	Operation celbuild.Expr
 	// Element is what element reads in a foreach (nil outside one).
 	Element *Root
+	// ContextObject is what request.object reads in a context entry's own
+	// jmesPath query, which Kyverno does not rewrite on DELETE as it does
+	// {{ }} substitutions (there it is null); nil when that is not Object
+	// (a policy that matches DELETE): such a query is not typed.
+	ContextObject celbuild.Expr
 }
 
 // Root is a value of a known schema: Path is its schema path for the
@@ -252,6 +257,8 @@ type query struct {
 	names map[string]bool
 	// visible is how many of the rule's context entries the query sees.
 	visible int
+	// contextQuery says the query is a context entry's own jmesPath.
+	contextQuery bool
 }
 
 func (q *query) refuse(format string, args ...any) error {
@@ -407,6 +414,12 @@ func (q *query) rootField(pseudo, key string) (qval, error) {
 			return qval{kind: qPath, path: &qpath{root: e.Expr, node: e.Node, rp: e.Path, aliases: e.Aliases, known: e.Known, strict: true}}, nil
 		}
 	case "request.object":
+		if q.contextQuery {
+			if q.roots.ContextObject == nil {
+				return qval{}, q.refuse("request.object in a context entry's query of a policy that matches DELETE (null there, unlike in a {{ }} substitution)")
+			}
+			return qval{kind: qPath, path: &qpath{root: q.roots.ContextObject, node: q.roots.Node, strict: true}}, nil
+		}
 		if q.roots.Object != nil {
 			return qval{kind: qPath, path: &qpath{root: q.roots.Object, node: q.roots.Node, strict: true}}, nil
 		}
