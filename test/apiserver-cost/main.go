@@ -267,7 +267,16 @@ func gvrOf(o *unstructured.Unstructured) schema.GroupVersionResource {
 // resourceOf is the resource a probe's kind is served as.
 func resourceOf(o *unstructured.Unstructured) schema.GroupVersionResource {
 	gv, _ := schema.ParseGroupVersion(o.GetAPIVersion())
-	return gv.WithResource(strings.ToLower(o.GetKind()) + "s")
+	kind := strings.ToLower(o.GetKind())
+	switch {
+	case strings.HasSuffix(kind, "s"):
+		kind += "es" // ingresses
+	case strings.HasSuffix(kind, "y"):
+		kind = strings.TrimSuffix(kind, "y") + "ies" // networkpolicies
+	default:
+		kind += "s"
+	}
+	return gv.WithResource(kind)
 }
 
 // dryRun creates o as a server-side dry run.
