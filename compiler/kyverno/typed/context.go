@@ -210,12 +210,7 @@ func (q *query) withDefault(v qval, dflt any) (qval, error) {
 		if !ok || len(l) != 0 || v.list.mayErr {
 			break
 		}
-		out := *v.list
-		if out.null != nil {
-			out.gens = append([]qgen(nil), out.gens...)
-			out.gens[0].src, out.null, out.optSrc = out.optSrc, nil, nil
-		}
-		return qval{kind: qList, list: &out}, nil
+		return qval{kind: qList, list: v.list.orEmpty()}, nil
 	}
 	return qval{}, q.refuse("a default for a value of this kind")
 }

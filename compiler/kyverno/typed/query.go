@@ -731,15 +731,21 @@ func (q *query) or(n gojmespath.ASTNode, cur qval) (qval, error) {
 	case qList:
 		if l, ok := right.lit.([]any); ok && len(l) == 0 {
 			// Null or empty: the empty list.
-			out := *left.list
-			if out.null != nil {
-				out.gens = append([]qgen(nil), out.gens...)
-				out.gens[0].src, out.null, out.optSrc = out.optSrc, nil, nil
-			}
-			return qval{kind: qList, list: &out}, nil
+			return qval{kind: qList, list: left.list.orEmpty()}, nil
 		}
 	}
 	return qval{}, q.refuse("|| on this value")
+}
+
+// orEmpty is l where it is null the empty list: its first list read as
+// an optional chain or [].
+func (l *qlist) orEmpty() *qlist {
+	out := *l
+	if out.null != nil {
+		out.gens = append([]qgen(nil), out.gens...)
+		out.gens[0].src, out.null, out.optSrc = out.optSrc, nil, nil
+	}
+	return &out
 }
 
 // truthy is JMESPath's truthiness of a filter's condition (not null,
