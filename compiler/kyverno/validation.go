@@ -9,6 +9,8 @@ import (
 	gojmespath "github.com/kyverno/go-jmespath"
 	kyvernov1 "github.com/kyverno/kyverno/api/kyverno/v1"
 	"github.com/kyverno/kyverno/pkg/engine/variables/regex"
+
+	"github.com/admitc/admitc/compiler/kyverno/conditions"
 )
 
 // kyvernoRefusal is the first check of Kyverno's own policy validation
@@ -178,7 +180,7 @@ func ruleContextError(rule *kyvernov1.Rule) (at, err string) {
 		if e.Name == "" {
 			return at + ".name", "a name is required for context entries"
 		}
-		for _, v := range []string{"images", "request", "serviceAccountName", "serviceAccountNamespace", "element", "elementIndex"} {
+		for _, v := range conditions.PredefinedVariables {
 			if e.Name == v || strings.HasPrefix(e.Name, v+".") {
 				return at + ".name", fmt.Sprintf("entry name %s is invalid as it conflicts with a pre-defined variable %s", e.Name, v)
 			}

@@ -146,13 +146,13 @@ func (b *Builder) Size(e Expr) Expr { return b.Member("size", e) }
 
 // Add is x + y.
 func (b *Builder) Add(x, y Expr) Expr {
-	if xs, ok := stringLit(x); ok {
-		if ys, ok := stringLit(y); ok {
+	if xs, ok := StringLit(x); ok {
+		if ys, ok := StringLit(y); ok {
 			return b.String(xs + ys)
 		}
 		// "a" + ("b" + z) is "ab" + z.
 		if y.Kind() == ast.CallKind && y.AsCall().FunctionName() == operators.Add {
-			if ys, ok := stringLit(y.AsCall().Args()[0]); ok {
+			if ys, ok := StringLit(y.AsCall().Args()[0]); ok {
 				return b.Add(b.String(xs+ys), y.AsCall().Args()[1])
 			}
 		}
@@ -160,7 +160,8 @@ func (b *Builder) Add(x, y Expr) Expr {
 	return b.Call(operators.Add, x, y)
 }
 
-func stringLit(e Expr) (string, bool) {
+// StringLit is the value of a string literal.
+func StringLit(e Expr) (string, bool) {
 	if e.Kind() != ast.LiteralKind {
 		return "", false
 	}
@@ -372,32 +373,26 @@ func isPresenceTest(e Expr) bool {
 
 func (b *Builder) logical(op string, unit bool, xs []Expr) Expr {
 	var kept []Expr
-	add := func(xs []Expr) bool {
-		for _, x := range xs {
-			switch {
-			case x == nil || isBool(x, unit):
-				continue
-			case isBool(x, !unit):
-				return false
-			case x.Kind() == ast.CallKind && x.AsCall().FunctionName() == op:
-				// One level: a chain's left operand stays as it is.
-				for _, a := range x.AsCall().Args() {
-					if isPresenceTest(a) && b.holdsPresence(kept, op, a) {
-						continue
-					}
-					kept = append(kept, a)
+	for _, x := range xs {
+		switch {
+		case x == nil || isBool(x, unit):
+			continue
+		case isBool(x, !unit):
+			return b.Bool(!unit)
+		case x.Kind() == ast.CallKind && x.AsCall().FunctionName() == op:
+			// One level: a chain's left operand stays as it is.
+			for _, a := range x.AsCall().Args() {
+				if isPresenceTest(a) && b.holdsPresence(kept, op, a) {
+					continue
 				}
-			case isPresenceTest(x) && b.holdsPresence(kept, op, x):
-				// has(a.f) && has(a.f) is has(a.f) (only presence tests
-				// are compared: they are small to print).
-			default:
-				kept = append(kept, x)
+				kept = append(kept, a)
 			}
+		case isPresenceTest(x) && b.holdsPresence(kept, op, x):
+			// has(a.f) && has(a.f) is has(a.f) (only presence tests
+			// are compared: they are small to print).
+		default:
+			kept = append(kept, x)
 		}
-		return true
-	}
-	if !add(xs) {
-		return b.Bool(!unit)
 	}
 	switch len(kept) {
 	case 0:

@@ -201,13 +201,27 @@ func sameObject(a, b *unstructured.Unstructured) bool {
 }
 
 func normalise(u *unstructured.Unstructured) (any, error) {
+	n, err := JSONObject(u)
+	if err != nil {
+		return nil, err
+	}
+	return n.Object, nil
+}
+
+// JSONObject is u through encoding/json, as Kyverno reads objects (its
+// webhook from the admission request's JSON, its CLI from YAML through
+// JSON): every number a float64, which JMESPath's <, <=, >, >= need (they
+// compare an int64 as null).
+func JSONObject(u *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	data, err := json.Marshal(u.Object)
 	if err != nil {
 		return nil, err
 	}
-	var out any
-	err = json.Unmarshal(data, &out)
-	return out, err
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, err
+	}
+	return &unstructured.Unstructured{Object: m}, nil
 }
 
 // AllAgree reports whether every row agrees.

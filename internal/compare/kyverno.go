@@ -4,7 +4,6 @@ package compare
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -91,14 +90,11 @@ func (k *Kyverno) Admit(ctx context.Context, obj *unstructured.Unstructured, nam
 	// so every engine sees, and returns, the object with it.
 	obj.SetNamespace(namespace)
 	before := obj.DeepCopy()
-	// Kyverno's webhook reads the object from the admission request's JSON
-	// (AddRequest: numbers are float64) and its CLI from YAML through JSON:
-	// JMESPath's <, <=, >, >= compare float64s only, so an int64 read from
-	// the object would make a comparison null here and nowhere else.
-	resource, err := jsonObject(obj)
+	read, err := JSONObject(obj)
 	if err != nil {
 		return Result{}, err
 	}
+	resource := *read
 	r := Result{Engine: "kyverno", Verdict: Allowed}
 	var denials, warnings []string
 	for _, p := range k.policies {
@@ -140,19 +136,6 @@ func (k *Kyverno) Admit(ctx context.Context, obj *unstructured.Unstructured, nam
 		r.Verdict, r.Messages = Warned, warnings
 	}
 	return r, nil
-}
-
-// jsonObject is obj through encoding/json, as Kyverno reads objects.
-func jsonObject(obj *unstructured.Unstructured) (unstructured.Unstructured, error) {
-	data, err := json.Marshal(obj.Object)
-	if err != nil {
-		return unstructured.Unstructured{}, err
-	}
-	var m map[string]any
-	if err := json.Unmarshal(data, &m); err != nil {
-		return unstructured.Unstructured{}, err
-	}
-	return unstructured.Unstructured{Object: m}, nil
 }
 
 func failurePolicy(p *kyvernov1.ClusterPolicy) kyvernov1.FailurePolicyType {

@@ -4,7 +4,6 @@ package verify
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 
@@ -91,10 +90,7 @@ func (k *kyvernoEngine) validate(ctx context.Context, s *kyvernoSuite, p *kyvern
 			ans.panicked = fmt.Sprint(r)
 		}
 	}()
-	// The CLI reads resources from YAML through JSON, and the webhook from
-	// the admission request's JSON: numbers are float64, which JMESPath's
-	// <, <=, >, >= need (an int64 compares as null).
-	obj, err = jsonObject(obj)
+	obj, err = compare.JSONObject(obj)
 	if err != nil {
 		return ans, err
 	}
@@ -129,19 +125,6 @@ func (k *kyvernoEngine) validate(ctx context.Context, s *kyvernoSuite, p *kyvern
 		ans.rules[r.Name()], ans.messages[r.Name()] = string(r.Status()), r.Message()
 	}
 	return ans, nil
-}
-
-// jsonObject is obj through encoding/json.
-func jsonObject(obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	data, err := json.Marshal(obj.Object)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]any
-	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, err
-	}
-	return &unstructured.Unstructured{Object: m}, nil
 }
 
 // kyvernoUser is the test's user as Kyverno's RequestInfo.

@@ -44,6 +44,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/admitc/admitc/internal/apiresources"
 	"github.com/admitc/admitc/internal/testcluster"
 	"github.com/admitc/admitc/internal/twins"
 )
@@ -210,23 +211,17 @@ func addFixture(f twins.Fixture, translation, twin *set) (*probe, error) {
 		}
 		if do.Verdict == twins.Denied && dt.Verdict == twins.Denied {
 			obj := r.DeepCopy()
-			if obj.GetNamespace() == "" && namespaced(obj) {
+			res, err := resourceOf(obj)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", f.Name, err)
+			}
+			if obj.GetNamespace() == "" && res.Namespaced {
 				obj.SetNamespace(twins.DefaultNamespace)
 			}
 			return &probe{fixture: f.Name, obj: obj}, nil
 		}
 	}
 	return nil, nil
-}
-
-// namespaced says whether the fixtures' kind is namespaced (all but
-// Namespaces and the cluster-scoped kinds the fixtures use).
-func namespaced(o *unstructured.Unstructured) bool {
-	switch o.GetKind() {
-	case "Namespace", "ClusterRole", "ClusterRoleBinding", "PersistentVolume", "StorageClass", "Node":
-		return false
-	}
-	return true
 }
 
 // decode reads the policies and bindings of a vap backend file, policies
@@ -264,26 +259,28 @@ func gvrOf(o *unstructured.Unstructured) schema.GroupVersionResource {
 	return bindingGVR
 }
 
-// resourceOf is the resource a probe's kind is served as.
-func resourceOf(o *unstructured.Unstructured) schema.GroupVersionResource {
-	gv, _ := schema.ParseGroupVersion(o.GetAPIVersion())
-	kind := strings.ToLower(o.GetKind())
-	switch {
-	case strings.HasSuffix(kind, "s"):
-		kind += "es" // ingresses
-	case strings.HasSuffix(kind, "y"):
-		kind = strings.TrimSuffix(kind, "y") + "ies" // networkpolicies
-	default:
-		kind += "s"
+// resourceOf is the built-in resource a probe's kind is served as, from
+// the Kubernetes release's resource list.
+func resourceOf(o *unstructured.Unstructured) (apiresources.Resource, error) {
+	gvk := o.GroupVersionKind()
+	for _, r := range apiresources.ByKind(gvk.Group, gvk.Kind) {
+		if r.Version == gvk.Version {
+			return r, nil
+		}
 	}
-	return gv.WithResource(kind)
+	return apiresources.Resource{}, fmt.Errorf("%s is not a built-in kind served in its preferred version", gvk)
 }
 
 // dryRun creates o as a server-side dry run.
 func dryRun(ctx context.Context, client dynamic.Interface, o *unstructured.Unstructured) error {
+	r, err := resourceOf(o)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	_, err := client.Resource(resourceOf(o)).Namespace(o.GetNamespace()).Create(ctx, o, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	gvr := schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}
+	_, err = client.Resource(gvr).Namespace(o.GetNamespace()).Create(ctx, o, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	return err
 }
 

@@ -24,6 +24,10 @@ type Variable struct {
 	CEL string
 }
 
+// PredefinedVariables are the names Kyverno defines in every rule's
+// context; a context entry may not take one (validateRuleContext).
+var PredefinedVariables = []string{"images", "request", "serviceAccountName", "serviceAccountNamespace", "element", "elementIndex"}
+
 // Loads says whether Kyverno's deferred loader loads the context entry
 // named name before it evaluates text (a query, or a {{ }} string).
 func Loads(name, text string) bool { return loadsRegex(name).MatchString(text) }

@@ -270,11 +270,11 @@ func (q *query) toString(v qval) (qval, error) {
 	case qNull:
 		return qval{kind: qLit, lit: "null"}, nil
 	case qLit:
-		if text, ok := literalText(v.lit); ok && v.lit != nil {
-			if _, isList := v.lit.([]any); !isList {
-				if _, isMap := v.lit.(map[string]any); !isMap {
-					return qval{kind: qLit, lit: text}, nil
-				}
+		switch v.lit.(type) {
+		case nil, []any, map[string]any:
+		default:
+			if text, ok := literalText(v.lit); ok {
+				return qval{kind: qLit, lit: text}, nil
 			}
 		}
 	case qScalar:

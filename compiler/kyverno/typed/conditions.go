@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	kyvernov1 "github.com/kyverno/kyverno/api/kyverno/v1"
@@ -455,18 +454,16 @@ func (t *Translator) missingOrEmpty(p *qpath) (celbuild.Expr, error) {
 		if !ok {
 			return nil, notTyped("an object whose schema does not name its fields")
 		}
+		if slices.ContainsFunc(fields, n.AlwaysPresent) {
+			// A field always written: never empty.
+			empty = t.b.Bool(false)
+			break
+		}
 		var absent []celbuild.Expr
 		for _, f := range fields {
-			if n.AlwaysPresent(f) {
-				absent = nil
-				empty = t.b.Bool(false)
-				break
-			}
 			absent = append(absent, t.b.Not(t.b.Has(value, f)))
 		}
-		if empty == nil {
-			empty = t.b.And(absent...)
-		}
+		empty = t.b.And(absent...)
 	default:
 		return nil, notTyped("emptiness of a %s", p.shape())
 	}
@@ -715,7 +712,7 @@ func (t *Translator) Message(text string, roots Roots) (celbuild.Expr, error) {
 		pending = ""
 	}
 	add := func(e celbuild.Expr) {
-		if s, ok := stringLiteral(e); ok {
+		if s, ok := celbuild.StringLit(e); ok {
 			// Text next to text is one literal.
 			pending += s
 			return
@@ -765,15 +762,6 @@ func (t *Translator) Message(text string, roots Roots) (celbuild.Expr, error) {
 		return t.b.String(""), nil
 	}
 	return out, nil
-}
-
-// stringLiteral is the value of a string literal.
-func stringLiteral(e celbuild.Expr) (string, bool) {
-	if e.Kind() != ast.LiteralKind {
-		return "", false
-	}
-	v, ok := e.AsLiteral().(types.String)
-	return string(v), ok
 }
 
 // messageText is the text Kyverno writes for a value in a message.

@@ -3,13 +3,11 @@ package typed
 import (
 	"encoding/json"
 	"maps"
-	"math"
+	"slices"
 
 	gojmespath "github.com/kyverno/go-jmespath"
 
 	"github.com/admitc/admitc/compiler/kyverno/conditions"
-	"github.com/admitc/admitc/internal/celbuild"
-	"github.com/admitc/admitc/internal/kubeschema"
 )
 
 // A rule's context variables (Kyverno's variable entries) are read where
@@ -31,7 +29,7 @@ func (t *Translator) SetContext(vars []conditions.Variable) error {
 		if v.CEL != "" {
 			return notTyped("the context entry %s is loaded from outside the request", v.Name)
 		}
-		if reservedContextName[v.Name] {
+		if slices.Contains(conditions.PredefinedVariables, v.Name) {
 			return notTyped("the context entry %s replaces Kyverno's own variable", v.Name)
 		}
 		if hasVariable(v.Default) {
@@ -40,12 +38,6 @@ func (t *Translator) SetContext(vars []conditions.Variable) error {
 	}
 	t.context = vars
 	return nil
-}
-
-// reservedContextName are the names of Kyverno's own context.
-var reservedContextName = map[string]bool{
-	"request": true, "element": true, "elementIndex": true, "images": true,
-	"serviceAccountName": true, "serviceAccountNamespace": true, "target": true,
 }
 
 // contextIndex is the index of the visible context entry named name, or
@@ -196,7 +188,10 @@ func (q *query) withDefault(v qval, dflt any) (qval, error) {
 		if p.hasDflt {
 			break
 		}
-		lit, ok := defaultLiteral(q.b, p.shape(), dflt)
+		lit, ok, err := q.literalOfShape(dflt, p.shape())
+		if err != nil {
+			return qval{}, err
+		}
 		if !ok {
 			return qval{}, q.refuse("a default that is not of the value's type")
 		}
@@ -213,21 +208,6 @@ func (q *query) withDefault(v qval, dflt any) (qval, error) {
 		return qval{kind: qList, list: v.list.orEmpty()}, nil
 	}
 	return qval{}, q.refuse("a default for a value of this kind")
-}
-
-// defaultLiteral is dflt as a CEL literal of shape s.
-func defaultLiteral(b *celbuild.Builder, s kubeschema.Shape, dflt any) (celbuild.Expr, bool) {
-	switch d := dflt.(type) {
-	case string:
-		return b.String(d), s == kubeschema.String
-	case bool:
-		return b.Bool(d), s == kubeschema.Boolean
-	case float64:
-		if s == kubeschema.Integer && d == math.Trunc(d) && math.Abs(d) < 1<<53 {
-			return b.Int(int64(d)), true
-		}
-	}
-	return nil, false
 }
 
 // literalText is the text Kyverno writes for a constant in a message: a
