@@ -75,9 +75,13 @@ fuzz:
 	$(GO) test ./runtime/server -run '^$$' -fuzz '^FuzzReview$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 
 ## e2e: the suite against a real kube-apiserver and etcd on loopback (built once per machine, ~15 min cold).
+## The verbose log is kept in test/e2e/.bin/e2e.log; on a failure its failing tests and assertions
+## are printed again at the end, where a CI log's tail shows them.
 e2e:
 	test/e2e/build-binaries.sh
-	cd test/e2e && $(GO) test -tags e2e -count=1 -timeout 30m -v .
+	cd test/e2e && { $(GO) test -tags e2e -count=1 -timeout 30m -v . 2>&1; echo $$? > .bin/e2e.status; } | tee .bin/e2e.log; \
+	status=$$(cat .bin/e2e.status); if [ "$$status" != 0 ]; then echo '== e2e: what failed (whole log: test/e2e/.bin/e2e.log) =='; \
+	grep -E -- '--- FAIL|^panic:|[[:space:]](Error|Messages):|timed out' .bin/e2e.log | head -80; fi; exit $$status
 
 ## golden: regenerate the golden files after a deliberate output change.
 golden:

@@ -97,11 +97,11 @@ func offlineDecisions(t *testing.T, flags []string, policies string, files ...st
 }
 
 // decideUntilAgreed dry-run creates obj in shop until the API server agrees
-// with w (policies load one by one) or 15 s pass, and returns the last answer
+// with w (policies load one by one) or settleTimeout passes, and returns the last answer
 // and its disagreements.
 func decideUntilAgreed(t *testing.T, w offline, obj *unstructured.Unstructured) (answer, []string) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(settleTimeout)
 	for {
 		got := dryRunCreate(t, obj, "shop")
 		problems := disagreements(w, obj, got)

@@ -109,21 +109,21 @@ func runGatekeeperTest(t *testing.T, dir, template, constraint string, objects [
 }
 
 // agreeOnAPIServer dry-run creates obj in ns until the API server decides
-// as admitc test did (w) or 15 s pass, and returns the differences left.
+// as admitc test did (w) or settleTimeout passes, and returns the differences left.
 // A policy whose paramKind the API server does not resolve yet is waited
 // for (up to 90 s); an object the API server refuses outside admission is
 // logged and not compared.
 func agreeOnAPIServer(t *testing.T, file string, obj *unstructured.Unstructured, ns string, w offline) []string {
 	t.Helper()
 	var problems []string
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(settleTimeout)
 	configured := time.Now().Add(90 * time.Second)
 	for {
 		got := gkDryRunCreate(t, obj, ns)
 		if got.err != nil && strings.Contains(got.err.Error(), "failed to configure policy") && time.Now().Before(configured) {
 			// The API server resolves the new constraint CRD (the
 			// paramKind) some seconds after it is created.
-			deadline = time.Now().Add(15 * time.Second)
+			deadline = time.Now().Add(settleTimeout)
 			time.Sleep(500 * time.Millisecond)
 			continue
 		}

@@ -147,10 +147,17 @@ func dryRunCreate(t *testing.T, obj *unstructured.Unstructured, namespace string
 	return answer{obj: out, err: err, warnings: kc.warnings.take()}
 }
 
-// eventually polls cond for up to 15 s: policies take effect asynchronously.
+// settleTimeout bounds each wait for the API server or a webhook to take a
+// change into effect. Only a test that is failing waits this long: on a
+// loaded 2-core machine the API server takes some of the translated
+// policies (tens of KB of CEL) into effect after 15 s.
+const settleTimeout = 60 * time.Second
+
+// eventually polls cond for up to settleTimeout: policies take effect
+// asynchronously.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(settleTimeout)
 	for time.Now().Before(deadline) {
 		if cond() {
 			return

@@ -52,7 +52,7 @@ func TestImportedVAPDecidesAsAdmitcTest(t *testing.T) {
 					obj := manifest(t, admissionDir+file)
 					w := want[obj.GetName()]
 					var problems []string
-					deadline := time.Now().Add(15 * time.Second)
+					deadline := time.Now().Add(settleTimeout)
 					for {
 						got := dryRunCreate(t, obj, ns)
 						if problems = disagreements(w, obj, got); len(problems) == 0 || time.Now().After(deadline) {

@@ -198,7 +198,6 @@ func decisionsFollowTheCluster(t *testing.T, w *clusterWebhook) *unstructured.Un
 		var got verdict
 		eventually(t, what+": the webhook's decision", func() bool { got = w.decide(t, deployment); return assert.ObjectsAreEqual(want, got) })
 		took := time.Since(start)
-		assert.Less(t, took, 5*time.Second, "%s: the webhook took %s to follow the cluster", what, took)
 		var server verdict
 		eventually(t, what+": the API server's decision", func() bool {
 			server = apiServerVerdict(dryRunCreate(t, deployment, informersNamespace))

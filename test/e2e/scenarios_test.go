@@ -70,10 +70,10 @@ func TestVAPAndMAPDecideAsAdmitcTest(t *testing.T) {
 			obj := manifest(t, file)
 			w := want[obj.GetName()]
 			// Policies load one by one: retry until the API server agrees or
-			// 15 s pass, then report the last disagreement.
+			// settleTimeout passes, then report the last disagreement.
 			var got answer
 			var problems []string
-			deadline := time.Now().Add(15 * time.Second)
+			deadline := time.Now().Add(settleTimeout)
 			for {
 				got = dryRunCreate(t, obj, "shop")
 				if problems = disagreements(w, obj, got); len(problems) == 0 || time.Now().After(deadline) {

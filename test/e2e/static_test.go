@@ -120,7 +120,7 @@ func TestStaticManifests(t *testing.T) {
 			w := want[obj.GetName()]
 			var got answer
 			var problems []string
-			deadline := time.Now().Add(15 * time.Second)
+			deadline := time.Now().Add(settleTimeout)
 			for {
 				got = dryRunCreateIn(t, c, obj, "shop")
 				if problems = staticDisagreements(w, got); len(problems) == 0 || time.Now().After(deadline) {
