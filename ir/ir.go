@@ -315,6 +315,10 @@ type SchemaRead struct {
 	// Enum, when set, is the only values the field holds: the API
 	// server's validation of its kind refuses any other.
 	Enum []string `json:"enum,omitempty"`
+	// UniqueKey, when set on a list, is a field whose values its elements
+	// never share: the API server's validation of its kind refuses
+	// duplicates (two containers of a pod with one name).
+	UniqueKey string `json:"uniqueKey,omitempty"`
 }
 
 // SchemaPath is the path of key under path in a SchemaRead: path.key, or

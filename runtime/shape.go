@@ -11,13 +11,15 @@ import (
 // shapeCheck checks an object against the SchemaReads of a typed policy:
 // every read field that is there holds a value of the shape read (never
 // null), every field read as present is there, and no field the schema
-// does not have (read as ir.SchemaAbsent) is.
+// does not have (read as ir.SchemaAbsent) is, and no two elements of a list
+// read with a UniqueKey share that key's value.
 type shapeCheck struct{ root *shapeNode }
 
 type shapeNode struct {
 	shape   string
 	present bool
 	enum    []string
+	unique  string
 	fields  map[string]*shapeNode
 	items   *shapeNode
 }
@@ -33,7 +35,7 @@ func newShapeCheck(reads []ir.SchemaRead) (*shapeCheck, error) {
 		for _, s := range steps {
 			n = n.child(s)
 		}
-		n.shape, n.present, n.enum = r.Shape, r.Present, r.Enum
+		n.shape, n.present, n.enum, n.unique = r.Shape, r.Present, r.Enum, r.UniqueKey
 	}
 	return &shapeCheck{root: root}, nil
 }
@@ -78,6 +80,9 @@ func (n *shapeNode) fits(v any) bool {
 			}
 		}
 	case []any:
+		if n.unique != "" && !uniqueBy(t, n.unique) {
+			return false
+		}
 		if n.items != nil {
 			for _, e := range t {
 				if !n.items.fits(e) {
@@ -85,6 +90,29 @@ func (n *shapeNode) fits(v any) bool {
 				}
 			}
 		}
+	}
+	return true
+}
+
+// uniqueBy says no two map elements of l hold one value at key.
+func uniqueBy(l []any, key string) bool {
+	seen := map[any]bool{}
+	for _, e := range l {
+		m, ok := e.(map[string]any)
+		if !ok {
+			continue
+		}
+		v, ok := m[key]
+		if !ok {
+			continue
+		}
+		if _, comparable := v.(string); !comparable {
+			continue
+		}
+		if seen[v] {
+			return false
+		}
+		seen[v] = true
 	}
 	return true
 }

@@ -33,7 +33,7 @@ var allOperations = []ir.Operation{ir.Create, ir.Update, ir.Delete, ir.Connect}
 // against the schema of its kinds; nil when they hold what the typed
 // translation does not take.
 func (r *reader) typedDenyRule(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool) *ir.Policy {
-	return r.typedRule(pol, c, named(DenyVariable, DenyBeforeVariable, OutcomeVariable), func(n kubeschema.Node, context []conditions.Variable) (*ir.Policy, error) {
+	return r.typedRule(pol, c, named(DenyVariable, DenyBeforeVariable, OutcomeVariable, conditions.ImagesVariable), func(n kubeschema.Node, context []conditions.Variable) (*ir.Policy, error) {
 		return typedDenyWith(pol, c, m, enforce, n, context)
 	})
 }
@@ -59,13 +59,26 @@ func typedDenyWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool,
 		resource = []ir.NamedExpression{{Name: ResourceVariable, Expression: b.MustPrint(root), Origin: pol.Origin}}
 		root = b.Select(b.Ident("variables"), ResourceVariable)
 	}
-	deny, err := t.Conditions(conds, withContextObject(typed.Roots{Object: root, Node: n, Operation: operation(b)}))
+	images := podImages(b, c, n)
+	deny, err := t.Conditions(conds, withContextObject(typed.Roots{Object: root, Node: n, Operation: operation(b), Images: images}))
 	if err != nil {
 		return nil, err
 	}
+	// The conditions on any operation but DELETE: the old object is
+	// judged on UPDATE only.
+	read := deny
+	if ops := operationsOf(out.MatchConstraints); t.UsedImages() && (ops == nil || slices.Contains(ops, ir.Delete)) {
+		// On DELETE, where the object is null, Kyverno has no images.
+		none, err := t.Conditions(conds, withContextObject(typed.Roots{Object: root, Node: n, Operation: operation(b), NoImages: true}))
+		if err != nil {
+			return nil, err
+		}
+		deny = typed.Block{Holds: b.Cond(b.Eq(operation(b), b.String(string(ir.Delete))), none.Holds, deny.Holds), MayErr: deny.MayErr || none.MayErr}
+	}
 	existing := celbuild.Expr(b.Bool(false))
 	if enforce && c.rule.HasValidateAllowExistingViolations() {
-		old := withContextObject(typed.Roots{Object: b.Ident("oldObject"), Node: n, Operation: b.String(string(ir.Create))})
+		// Kyverno's images are the new object's, also on the old one.
+		old := withContextObject(typed.Roots{Object: b.Ident("oldObject"), Node: n, Operation: b.String(string(ir.Create)), Images: images})
 		before, err := t.Conditions(conds, old)
 		if err != nil {
 			return nil, err
@@ -87,9 +100,10 @@ func typedDenyWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool,
 		}
 		existing = b.Ternary(guard, before.Holds, b.Bool(false))
 		switch {
-		case !before.MayErr && !deny.MayErr && b.Same(before.Holds, deny.Holds):
+		case b.Same(before.Holds, read.Holds):
 			// The conditions do not read the object: an UPDATE that
-			// violates them violated them before.
+			// violates them violated them before (existing is only
+			// evaluated where the conditions held).
 			existing = guard
 		case !before.MayErr:
 			existing = b.And(guard, before.Holds)
@@ -115,15 +129,58 @@ func typedDenyWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool,
 	if !readsResource(&out) {
 		out.Variables = nil
 	}
+	if readsVariable(&out, typed.ImagesParseVariable) {
+		refs, parse, err := t.ImagesVariables(images)
+		if err != nil {
+			return nil, err
+		}
+		out.Variables = append(out.Variables,
+			ir.NamedExpression{Name: typed.ImagesVariable, Expression: b.MustPrint(refs), Origin: pol.Origin},
+			ir.NamedExpression{Name: typed.ImagesParseVariable, Expression: b.MustPrint(parse), Origin: pol.Origin})
+	}
 	out.SchemaReads = t.Reads()
 	dynamic := *pol
 	out.Dynamic = &dynamic
 	return &out, nil
 }
 
+// podImages is what Kyverno's images variable reads in a typed rule: the
+// pod spec of the rule's kinds, which must keep it at one path (nil when
+// they do not), read from the object, as Kyverno reads it: on DELETE,
+// where the object is null, a read of the images fails, as Kyverno's
+// images are missing there.
+func podImages(b *celbuild.Builder, c computedRule, n kubeschema.Node) *typed.Images {
+	var path []string
+	for _, f := range filters(&c.rule.MatchResources) {
+		for _, k := range f.Kinds {
+			_, _, kind, _ := parseKindSelector(k)
+			p := conditions.PodSpecPath(kind)
+			if p == nil || path != nil && !slices.Equal(p, path) {
+				return nil
+			}
+			path = p
+		}
+	}
+	if path == nil {
+		return nil
+	}
+	spec, node := b.Ident("object"), n
+	for _, f := range path {
+		child, ok := node.Field(f)
+		if !ok {
+			return nil
+		}
+		spec, node = b.Select(spec, f), child
+	}
+	return &typed.Images{Spec: spec, Node: node, Path: strings.Join(path, ".")}
+}
+
 // readsResource says an expression of pol reads the resource variable.
-func readsResource(pol *ir.Policy) bool {
-	ref := "variables." + ResourceVariable
+func readsResource(pol *ir.Policy) bool { return readsVariable(pol, ResourceVariable) }
+
+// readsVariable says an expression of pol reads the variable name.
+func readsVariable(pol *ir.Policy, name string) bool {
+	ref := "variables." + name
 	for _, v := range pol.Validations {
 		if strings.Contains(v.Expression, ref) || strings.Contains(v.MessageExpression, ref) {
 			return true

@@ -1,6 +1,7 @@
 package conditions
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/distribution/reference"
@@ -30,6 +31,17 @@ var podSpecPaths = []struct {
 	{[]string{"Pod"}, []string{"spec"}},
 	{[]string{"DaemonSet", "Deployment", "ReplicaSet", "ReplicationController", "StatefulSet", "Job"}, []string{"spec", "template", "spec"}},
 	{[]string{"CronJob"}, []string{"spec", "jobTemplate", "spec", "template", "spec"}},
+}
+
+// PodSpecPath is where Kyverno's image extractors read the pod spec of
+// kind (nil: Kyverno extracts no image from it).
+func PodSpecPath(kind string) []string {
+	for _, p := range podSpecPaths {
+		if slices.Contains(p.kinds, kind) {
+			return p.path
+		}
+	}
+	return nil
 }
 
 // ImagesExpression is Kyverno's images variable as CEL, computed as

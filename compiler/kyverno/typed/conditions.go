@@ -103,8 +103,24 @@ func hasVariable(v any) bool {
 	return strings.Contains(string(data), "{{")
 }
 
-// condition is one condition: its CEL, and whether it may fail.
+// condition is one condition: its CEL, and whether it may fail. One
+// that reads Kyverno's images variable fails where the images do not
+// parse: ImagesParseVariable is true there or fails.
 func (t *Translator) condition(c kyvernov1.Condition, roots Roots, names map[string]bool) (celbuild.Expr, bool, error) {
+	t.readsImages = false
+	e, mayErr, err := t.conditionOf(c, roots, names)
+	if err != nil || !t.ReadsImages() {
+		return e, mayErr, err
+	}
+	t.usedImages = true
+	return t.b.Ternary(t.imagesParse(), e, t.b.Bool(false)), true, nil
+}
+
+// UsedImages says whether a condition translated so far read Kyverno's
+// images variable.
+func (t *Translator) UsedImages() bool { return t.usedImages }
+
+func (t *Translator) conditionOf(c kyvernov1.Condition, roots Roots, names map[string]bool) (celbuild.Expr, bool, error) {
 	rawKey, rawVal := c.GetKey(), c.GetValue()
 	if hasVariable(rawVal) {
 		lit, ok, err := t.constantValue(rawVal, roots, names)
@@ -209,15 +225,39 @@ func (t *Translator) valueCondition(c kyvernov1.Condition, roots Roots, names ma
 	if err != nil {
 		return nil, false, err
 	}
+	if v.kind == qNull {
+		// A null value (Kyverno's images on DELETE).
+		fresh := 0
+		keyCEL, err := conditions.Value(key, conditions.Scope{}, &fresh)
+		if err != nil {
+			return nil, false, notTyped("%v", err)
+		}
+		exact, err := conditions.Operator(op, keyCEL, "x", key, "{{ x }}")
+		if err != nil {
+			return nil, false, notTyped("%v", err)
+		}
+		got, err := evalBool(exact, "x", nil)
+		if err != nil {
+			return nil, false, notTyped("the %s operator on a null value: %v", c.Operator, err)
+		}
+		return t.b.Bool(got), false, nil
+	}
 	list, optSrc, err := t.listOf(v, names)
 	if err != nil {
 		return nil, false, err
 	}
 	elem := list.elem
-	if elem.kind != qPath || elem.path.shape() != kubeschema.String {
+	var elemValue, elemPresent celbuild.Expr
+	plain := false
+	switch {
+	case elem.kind == qPath && elem.path.shape() == kubeschema.String:
+		elemValue, elemPresent, plain = elem.path.expr(t.b), elem.path.present(t.b), elem.path.plain
+	case elem.kind == qScalar && elem.scalar.shape == kubeschema.String && !elem.scalar.mayErr:
+		elemValue, plain = elem.scalar.expr, elem.scalar.plain
+	default:
 		return nil, false, notTyped("a value that is not a list of strings")
 	}
-	hit := stringFound([]string{key}, !elem.path.plain)
+	hit := stringFound([]string{key}, !plain)
 	found := "x.exists(x, " + hit + ")"
 	typedText := found
 	if strings.Contains(op, "not") {
@@ -232,19 +272,25 @@ func (t *Translator) valueCondition(c kyvernov1.Condition, roots Roots, names ma
 	if err != nil {
 		return nil, false, notTyped("%v", err)
 	}
-	if err := agree(exact, typedText, listProbes(kubeschema.String, key, false)[1:]); err != nil {
+	if err := agree(exact, typedText, listProbes(kubeschema.String, key, plain)[1:]); err != nil {
 		return nil, false, err
 	}
 	// A null value: every In operator is false.
 	if got, err := evalBool(exact, "x", nil); err != nil || got {
 		return nil, false, notTyped("an operator that holds on a null value")
 	}
-	body, err := t.apply(hit, elem.path.expr(t.b))
+	if list.loose != nil {
+		// "" found or not as a missing element: no need to test it.
+		if got, err := evalBool(hit, "x", ""); err == nil && !got {
+			list = loosened(list)
+		}
+	}
+	body, err := t.apply(hit, elemValue)
 	if err != nil {
 		return nil, false, err
 	}
-	if present := elem.path.present(t.b); present != nil {
-		body = t.b.And(present, body)
+	if elemPresent != nil {
+		body = t.b.And(elemPresent, body)
 	}
 	exists := list.exists(t.b, body, optSrc)
 	if strings.Contains(op, "not") {
@@ -255,6 +301,14 @@ func (t *Translator) valueCondition(c kyvernov1.Condition, roots Roots, names ma
 		return t.b.Not(exists), false, nil
 	}
 	return exists, false, nil
+}
+
+// loosened is l with its first generator's loose filter.
+func loosened(l *qlist) *qlist {
+	out := *l
+	out.gens = append([]qgen(nil), l.gens...)
+	out.gens[0].filter, out.loose = l.loose, nil
+	return &out
 }
 
 // listOf is a list value: a projection, or a list field (with `|| []`).
@@ -578,6 +632,12 @@ func (t *Translator) listCondition(o operator, v qval, names map[string]bool) (c
 			body = t.b.Or(t.b.Not(present), body)
 		} else {
 			body = t.b.And(present, body)
+		}
+	}
+	if list.loose != nil {
+		// The element "" decided as a missing one: no need to test it.
+		if got, err := evalBool(pred, "x", ""); err == nil && got == all {
+			list = loosened(list)
 		}
 	}
 	for i := len(list.gens) - 1; i >= 0; i-- {

@@ -46,6 +46,11 @@ type Translator struct {
 	order []string
 	// context are the rule's context variables (SetContext).
 	context []conditions.Variable
+	// readsImages says a query read Kyverno's images variable
+	// (ReadsImages).
+	readsImages bool
+	// usedImages says a condition read it (UsedImages).
+	usedImages bool
 }
 
 // NewTranslator translates with builder b.

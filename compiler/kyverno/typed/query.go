@@ -40,6 +40,12 @@ type Roots struct {
 	// {{ }} substitutions (there it is null); nil when that is not Object
 	// (a policy that matches DELETE): such a query is not typed.
 	ContextObject celbuild.Expr
+	// Images is what Kyverno's images variable reads (nil: the queries
+	// may not read it); a query that does is made to fail where Kyverno's
+	// images fail.
+	Images *Images
+	// NoImages says Kyverno's images variable is missing: null.
+	NoImages bool
 }
 
 // Root is a value of a known schema: Path is its schema path for the
@@ -127,6 +133,11 @@ type qlist struct {
 	optSrc celbuild.Expr
 	// mayErr says a filter may fail (a function given null).
 	mayErr bool
+	// loose, when set, is the first generator's filter without its
+	// test that elem is not "" (a part of an image reference Kyverno
+	// omits when empty): enough where the predicate decides "" as a
+	// missing element is decided.
+	loose celbuild.Expr
 }
 
 // qgen iterates v over src (in the enclosing generator's scope), keeping
@@ -323,6 +334,8 @@ func (q *query) node(n gojmespath.ASTNode, cur qval, strict bool) (qval, error) 
 		return q.comparator(n, cur)
 	case gojmespath.ASTPipe:
 		return q.pipe(n, cur, strict)
+	case gojmespath.ASTValueProjection:
+		return q.valueProjection(n, cur)
 	}
 	return qval{}, q.refuse("%s", strings.TrimPrefix(n.NodeType.String(), "AST"))
 }
@@ -406,6 +419,9 @@ func (q *query) rootField(pseudo, key string) (qval, error) {
 			return q.contextValue(i)
 		}
 	}
+	if strings.HasPrefix(pseudo, "images") {
+		return q.imagesField(pseudo, key)
+	}
 	switch pseudo + "." + key {
 	case "$.request":
 		return qval{kind: qPseudo, pseudo: "request"}, nil
@@ -427,6 +443,15 @@ func (q *query) rootField(pseudo, key string) (qval, error) {
 		if q.roots.Operation != nil {
 			return qval{kind: qScalar, scalar: &qscalar{expr: q.roots.Operation, shape: kubeschema.String, plain: true}}, nil
 		}
+	case "$.images":
+		if q.roots.NoImages {
+			return qval{kind: qNull}, nil
+		}
+		if q.roots.Images == nil {
+			return qval{}, q.refuse("images, where its pod spec is not known (a kind without one, or kinds that keep it at different paths)")
+		}
+		q.t.readsImages = true
+		return qval{kind: qPseudo, pseudo: "images"}, nil
 	case "request.namespace":
 		// A namespace name holds no wildcard character ("" for a
 		// cluster-scoped object).
@@ -557,6 +582,7 @@ func negate(b *celbuild.Builder, e celbuild.Expr) celbuild.Expr {
 func (l *qlist) filtered(b *celbuild.Builder, cond celbuild.Expr) *qlist {
 	out := *l
 	out.gens = append([]qgen(nil), l.gens...)
+	out.loose = nil
 	last := &out.gens[len(out.gens)-1]
 	if last.filter == nil {
 		last.filter = cond
