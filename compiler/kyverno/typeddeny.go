@@ -60,20 +60,40 @@ func typedDenyWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool,
 		root = b.Select(b.Ident("variables"), ResourceVariable)
 	}
 	images := podImages(b, c, n)
-	deny, err := t.Conditions(conds, withContextObject(typed.Roots{Object: root, Node: n, Operation: operation(b), Images: images}))
-	if err != nil {
-		return nil, err
-	}
+	isDelete := b.Eq(operation(b), b.String(string(ir.Delete)))
+	roots := withContextObject(typed.Roots{Object: root, Node: n, Operation: operation(b), Images: images})
+	deny, err := t.Conditions(conds, roots)
 	// The conditions on any operation but DELETE: the old object is
 	// judged on UPDATE only.
 	read := deny
-	if ops := operationsOf(out.MatchConstraints); t.UsedImages() && (ops == nil || slices.Contains(ops, ir.Delete)) {
+	// onDelete, when set, are the roots of the conditions written apart
+	// for DELETE: where they do not translate over the object or the old
+	// object (a context entry's own query of request.object, which reads
+	// null on DELETE), they are written on the old object for DELETE,
+	// with that query null and no images, and on the object otherwise.
+	var onDelete *typed.Roots
+	if err != nil && resource != nil {
+		main := withContextObject(typed.Roots{Object: b.Ident("object"), Node: n, Operation: operation(b), Images: images})
+		del := typed.Roots{Object: b.Ident("oldObject"), Node: n, Operation: b.String(string(ir.Delete)), NullContextObject: true, NoImages: true}
+		onMain, errMain := t.Conditions(conds, main)
+		onDel, errDel := t.Conditions(conds, del)
+		if errMain != nil || errDel != nil {
+			return nil, err
+		}
+		roots, onDelete, resource, root, err = main, &del, nil, b.Ident("object"), nil
+		read = onMain
+		deny = typed.Block{Holds: b.Cond(isDelete, onDel.Holds, onMain.Holds), MayErr: onMain.MayErr || onDel.MayErr}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if ops := operationsOf(out.MatchConstraints); onDelete == nil && t.UsedImages() && (ops == nil || slices.Contains(ops, ir.Delete)) {
 		// On DELETE, where the object is null, Kyverno has no images.
 		none, err := t.Conditions(conds, withContextObject(typed.Roots{Object: root, Node: n, Operation: operation(b), NoImages: true}))
 		if err != nil {
 			return nil, err
 		}
-		deny = typed.Block{Holds: b.Cond(b.Eq(operation(b), b.String(string(ir.Delete))), none.Holds, deny.Holds), MayErr: deny.MayErr || none.MayErr}
+		deny = typed.Block{Holds: b.Cond(isDelete, none.Holds, deny.Holds), MayErr: deny.MayErr || none.MayErr}
 	}
 	existing := celbuild.Expr(b.Bool(false))
 	if enforce && c.rule.HasValidateAllowExistingViolations() {
@@ -121,7 +141,13 @@ func typedDenyWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool,
 	val := pol.Validations[0]
 	val.Expression = b.MustPrint(valid)
 	if val.MessageExpression != "" {
-		if m, ok := typedDenyMessage(c, b, t, withContextObject(typed.Roots{Object: root, Node: n, Operation: operation(b)})); ok {
+		m, ok := typedDenyMessage(c, b, t, withContextObject(typed.Roots{Object: root, Node: n, Operation: operation(b), Images: images}))
+		if ok && onDelete != nil {
+			var del celbuild.Expr
+			del, ok = typedDenyMessage(c, b, t, *onDelete)
+			m = b.Ternary(isDelete, del, m)
+		}
+		if ok {
 			val.MessageExpression = b.MustPrint(m)
 		}
 	}
@@ -129,14 +155,8 @@ func typedDenyWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool,
 	if !readsResource(&out) {
 		out.Variables = nil
 	}
-	if readsVariable(&out, typed.ImagesParseVariable) {
-		refs, parse, err := t.ImagesVariables(images)
-		if err != nil {
-			return nil, err
-		}
-		out.Variables = append(out.Variables,
-			ir.NamedExpression{Name: typed.ImagesVariable, Expression: b.MustPrint(refs), Origin: pol.Origin},
-			ir.NamedExpression{Name: typed.ImagesParseVariable, Expression: b.MustPrint(parse), Origin: pol.Origin})
+	if err := withImagesVariables(&out, t, images); err != nil {
+		return nil, err
 	}
 	out.SchemaReads = t.Reads()
 	dynamic := *pol
@@ -173,6 +193,23 @@ func podImages(b *celbuild.Builder, c computedRule, n kubeschema.Node) *typed.Im
 		spec, node = b.Select(spec, f), child
 	}
 	return &typed.Images{Spec: spec, Node: node, Path: strings.Join(path, ".")}
+}
+
+// withImagesVariables gives pol, when it reads ImagesParseVariable, the
+// variables of Kyverno's images.
+func withImagesVariables(pol *ir.Policy, t *typed.Translator, images *typed.Images) error {
+	if !readsVariable(pol, typed.ImagesParseVariable) {
+		return nil
+	}
+	refs, parse, err := t.ImagesVariables(images)
+	if err != nil {
+		return err
+	}
+	b := t.Builder()
+	pol.Variables = append(pol.Variables,
+		ir.NamedExpression{Name: typed.ImagesVariable, Expression: b.MustPrint(refs), Origin: pol.Origin},
+		ir.NamedExpression{Name: typed.ImagesParseVariable, Expression: b.MustPrint(parse), Origin: pol.Origin})
+	return nil
 }
 
 // readsResource says an expression of pol reads the resource variable.

@@ -37,7 +37,7 @@ func (r *reader) typedForEachRule(pol *ir.Policy, c computedRule, m loweredMatch
 
 func isForEachVariable(name string) bool {
 	switch name {
-	case ForEachVariable, ForEachBeforeVariable, OutcomeVariable:
+	case ForEachVariable, ForEachBeforeVariable, OutcomeVariable, conditions.ImagesVariable:
 		return true
 	}
 	for _, p := range []string{ListVariable, EntryVariable, BeforeEntryVariable} {
@@ -74,7 +74,8 @@ func typedForEachWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bo
 		resourceVar = []ir.NamedExpression{{Name: ResourceVariable, Expression: b.MustPrint(resource), Origin: pol.Origin}}
 		resource = b.Select(b.Ident("variables"), ResourceVariable)
 	}
-	now, err := typedForEach(b, t, c, v, withContextObject(typed.Roots{Object: resource, Node: n, Operation: operation(b)}), b.Ident("object"))
+	images := podImages(b, c, n)
+	now, err := typedForEach(b, t, c, v, withContextObject(typed.Roots{Object: resource, Node: n, Operation: operation(b), Images: images}), b.Ident("object"))
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +88,8 @@ func typedForEachWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bo
 	existing := celbuild.Expr(b.Bool(false))
 	if enforce && c.rule.HasValidateAllowExistingViolations() {
 		oldRoot := b.Ident("oldObject")
-		before, err := typedForEach(b, t, c, v, withContextObject(typed.Roots{Object: oldRoot, Node: n, Operation: b.String(string(ir.Create))}), oldRoot)
+		// Kyverno's images are the new object's, also on the old one.
+		before, err := typedForEach(b, t, c, v, withContextObject(typed.Roots{Object: oldRoot, Node: n, Operation: b.String(string(ir.Create)), Images: images, OldElements: true}), oldRoot)
 		if err != nil {
 			return nil, err
 		}
@@ -127,6 +129,9 @@ func typedForEachWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bo
 	out.Validations = []ir.Validation{val}
 	if !readsResource(&out) {
 		out.Variables = nil
+	}
+	if err := withImagesVariables(&out, t, images); err != nil {
+		return nil, err
 	}
 	out.SchemaReads = t.Reads()
 	dynamic := *pol
@@ -184,9 +189,16 @@ func typedForEach(b *celbuild.Builder, t *typed.Translator, c computedRule, v *k
 			if err != nil {
 				return foreachOutcome{}, err
 			}
-			held, err := t.Conditions(conds, inner)
+			// Kyverno's images that do not parse fail an element whose
+			// conditions read them: every element that gets there (the
+			// first of them decides), when each condition reads them and
+			// the entry is the rule's only one.
+			held, readsImages, ok, err := t.ConditionsOnParsedImages(conds, inner)
 			if err != nil {
 				return foreachOutcome{}, err
+			}
+			if !ok || readsImages && len(v.ForEachValidation) > 1 {
+				return foreachOutcome{}, fmt.Errorf("entry %d: deny conditions that read the images in part, or in one of several entries", i)
 			}
 			if held.MayErr {
 				return foreachOutcome{}, fmt.Errorf("entry %d: deny conditions that may fail", i)

@@ -290,10 +290,13 @@ func (n Node) Enum() []string {
 // built-in kinds requires to be set (non-empty, so written) though their
 // schema leaves them optional: every container has an image
 // (validateContainerCommon in pkg/apis/core/validation, for containers,
-// init containers and ephemeral containers, in pods and pod templates).
+// init containers and ephemeral containers, in pods and pod templates),
+// and every ReplicationController a pod template
+// (ValidatePodTemplateSpecForRC).
 var validationRequired = map[reflect.Type][]string{
-	reflect.TypeOf(corev1.Container{}):          {"image"},
-	reflect.TypeOf(corev1.EphemeralContainer{}): {"image"},
+	reflect.TypeOf(corev1.Container{}):                 {"image"},
+	reflect.TypeOf(corev1.EphemeralContainer{}):        {"image"},
+	reflect.TypeOf(corev1.ReplicationControllerSpec{}): {"template"},
 }
 
 // Items is a list node's item schema.

@@ -110,10 +110,46 @@ func (t *Translator) condition(c kyvernov1.Condition, roots Roots, names map[str
 	t.readsImages = false
 	e, mayErr, err := t.conditionOf(c, roots, names)
 	if err != nil || !t.ReadsImages() {
+		if err == nil && t.deferImages != nil {
+			t.deferImages.others++
+		}
 		return e, mayErr, err
 	}
 	t.usedImages = true
+	if t.deferImages != nil {
+		t.deferImages.reads++
+		return e, mayErr, nil
+	}
 	return t.b.Ternary(t.imagesParse(), e, t.b.Bool(false)), true, nil
+}
+
+// imagesDeferred counts, while a foreach entry's conditions are
+// translated, the conditions that read Kyverno's images and those that do
+// not.
+type imagesDeferred struct{ reads, others int }
+
+// ConditionsOnParsedImages translates a block as Conditions does, with
+// the images assumed to parse, and says whether every condition of it
+// reads them (reads) or none does; ok is false when some do and some do
+// not. Where every condition reads the images, evaluating the block fails
+// as a whole where they do not parse: Holds under a test of
+// ImagesParseVariable, which a comprehension may take per element.
+func (t *Translator) ConditionsOnParsedImages(c kyvernov1.AnyAllConditions, roots Roots) (b Block, reads, ok bool, err error) {
+	d := &imagesDeferred{}
+	t.deferImages = d
+	defer func() { t.deferImages = nil }()
+	b, err = t.Conditions(c, roots)
+	if err != nil {
+		return Block{}, false, false, err
+	}
+	if d.reads == 0 {
+		return b, false, true, nil
+	}
+	if d.others > 0 {
+		return Block{}, false, false, nil
+	}
+	b.Holds = t.b.Ternary(t.imagesParse(), b.Holds, t.b.Bool(false))
+	return b, true, true, nil
 }
 
 // UsedImages says whether a condition translated so far read Kyverno's
@@ -141,7 +177,7 @@ func (t *Translator) conditionOf(c kyvernov1.Condition, roots Roots, names map[s
 		e, err := t.constantCondition(o, rawKey)
 		return e, false, err
 	}
-	q, ok := wholeVariable(s)
+	q, ok := wholeVariable(ElementName(s, roots))
 	if !ok {
 		return nil, false, notTyped("a key that is not one {{ }} variable")
 	}
@@ -659,7 +695,7 @@ func (t *Translator) listCondition(o operator, v qval, names map[string]bool) (c
 			body = t.b.Exists(src, g.v, body)
 		}
 	}
-	if list.null != nil && (all || optSrc == nil) {
+	if list.null != nil && (all || optSrc == nil && !list.kept) {
 		body = t.b.And(t.b.Not(list.null), body)
 	}
 	return body, mayErr, nil
@@ -755,6 +791,16 @@ func (t *Translator) operationCondition(c kyvernov1.Condition) (map[ir.Operation
 // policy's static message is used, as Kyverno falls back to the message
 // as written when substitution fails.
 func (t *Translator) Message(text string, roots Roots) (celbuild.Expr, error) {
+	t.readsImages = false
+	m, err := t.message(text, roots)
+	if err != nil || !t.ReadsImages() {
+		return m, err
+	}
+	// Images that do not parse fail the substitution.
+	return t.b.Ternary(t.imagesParse(), m, t.b.String("")), nil
+}
+
+func (t *Translator) message(text string, roots Roots) (celbuild.Expr, error) {
 	if strings.Contains(text, `\{{`) {
 		return nil, notTyped("an escaped {{ in the message")
 	}

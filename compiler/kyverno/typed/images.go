@@ -1,6 +1,7 @@
 package typed
 
 import (
+	"regexp"
 	"slices"
 	"strings"
 
@@ -114,12 +115,17 @@ func (t *Translator) ImagesVariables(images *Images) (refs, parse celbuild.Expr,
 		t.readUnique(lp, "name")
 		t.read(lp+"[]", kubeschema.Object.String(), false)
 		t.read(ir.SchemaPath(lp+"[]", "name"), kubeschema.String.String(), true)
-		t.read(ir.SchemaPath(lp+"[]", "image"), kubeschema.String.String(), false)
+		image := n.Items().AlwaysPresent("image")
+		t.read(ir.SchemaPath(lp+"[]", "image"), kubeschema.String.String(), image)
 		src := "s." + l
 		if !always {
 			src = "s.?" + l + ".orValue([])"
 		}
-		lists = append(lists, src+".map(c, has(c.image) && c.image.trim() != '', c.image)")
+		keep := "c.image.trim() != ''"
+		if !image {
+			keep = "has(c.image) && " + keep
+		}
+		lists = append(lists, src+".map(c, "+keep+", c.image)")
 	}
 	if refs, err = t.b.Parse(strings.Join(lists, " + ")); err != nil {
 		return nil, nil, notTyped("the images: %v", err)
@@ -158,7 +164,125 @@ func (q *query) imagesField(pseudo, key string) (qval, error) {
 	if pseudo == "images" && slices.Contains(ImageLists, key) {
 		return qval{kind: qPseudo, pseudo: "images." + key}, nil
 	}
+	if list, ok := strings.CutPrefix(pseudo, "images."); ok && key == elementNameKey {
+		return q.elementImage(list)
+	}
+	if list, ok := strings.CutPrefix(pseudo, "element-image."); ok {
+		return q.elementImagePart(list, key)
+	}
 	return qval{}, q.refuse("%s.%s is not read by the typed translation (images.<list>.*.<part>)", pseudo, key)
+}
+
+// imagesCount is length(images.<list>): the number of the list's
+// containers with an image (their names are unique), which fails where
+// there is none, as length() of Kyverno's missing list does.
+func (q *query) imagesCount(list string) (qval, error) {
+	lp, err := q.imagesList(list)
+	if err != nil {
+		return qval{}, err
+	}
+	name := q.fresh("c")
+	count := q.b.Size(q.b.Filter(optionalList(q.b, lp), name, nonBlankImage(q.b, q.b.Ident(name), lp.final().Items())))
+	fail, err := q.b.Parse("{}['length() of an images list Kyverno does not have: no container of it has an image']")
+	if err != nil {
+		return qval{}, q.refuse("%v", err)
+	}
+	return qval{kind: qScalar, scalar: &qscalar{expr: q.b.Ternary(q.b.Compare(">", count, q.b.Int(0)), count, fail), shape: kubeschema.Integer, mayErr: true}}, nil
+}
+
+// imagesList is the pod spec's container list, its reads recorded.
+func (q *query) imagesList(list string) (*qpath, error) {
+	im := q.roots.Images
+	lv, err := q.field(qval{kind: qPath, path: &qpath{root: im.Spec, node: im.Node, rp: im.Path}}, list, false)
+	if err != nil {
+		return nil, err
+	}
+	if lv.kind != qPath || lv.path.shape() != kubeschema.List {
+		return nil, q.refuse("the pod spec's %s is not a list in the schema", list)
+	}
+	return lv.path, nil
+}
+
+// nonBlankImage says the container c, of schema items, has an image that
+// is not blank (the API server's validation requires one, written
+// without blanks around it; the reads of ImagesVariables say offline).
+func nonBlankImage(b *celbuild.Builder, c celbuild.Expr, items kubeschema.Node) celbuild.Expr {
+	blank := b.Ne(b.Member("trim", b.Select(c, "image")), b.String(""))
+	if items.AlwaysPresent("image") {
+		return blank
+	}
+	return b.And(b.Has(c, "image"), blank)
+}
+
+// elementNameKey stands, in a query, for the nested variable {{
+// element.name }} as a key (ElementName).
+const elementNameKey = "__admitc_element_name__"
+
+// nestedElementName matches a nested {{ element.name }} used as a quoted
+// key (a bare one does not parse where the name holds a '-').
+var nestedElementName = regexp.MustCompile(`"\{\{\s*element\.name\s*\}\}"`)
+
+// ElementName is a key text with a nested {{ element.name }} variable
+// as a key of images.<list> (images.containers."{{ element.name }}".tag)
+// written with elementNameKey, when roots has an element; else the text.
+func ElementName(text string, roots Roots) string {
+	if roots.Element == nil || strings.Count(text, "{{") != 2 || !strings.HasPrefix(strings.TrimSpace(text), "{{") {
+		return text
+	}
+	out := nestedElementName.ReplaceAllString(text, elementNameKey)
+	if strings.Count(out, "{{") != 1 {
+		return text
+	}
+	return out
+}
+
+// elementImage is images.<list>."{{ element.name }}": the image of the
+// foreach element, which must be a container of that list (names are
+// unique in a list, so the element's own entry).
+func (q *query) elementImage(list string) (qval, error) {
+	im, el := q.roots.Images, q.roots.Element
+	want := ir.SchemaPath(im.Path, list) + "[]"
+	if el == nil || el.Path != want && !slices.Contains(el.Aliases, want) {
+		return qval{}, q.refuse("images.%s.\"{{ element.name }}\" where the element is not a container of %s", list, list)
+	}
+	return qval{kind: qPseudo, pseudo: "element-image." + list}, nil
+}
+
+// elementImagePart is a part of the foreach element's image: null where
+// the element has no image (Kyverno's map has no entry for it).
+func (q *query) elementImagePart(list, key string) (qval, error) {
+	part, ok := imageParts[key]
+	if !ok {
+		return qval{}, q.refuse("the %s of an image (the typed translation reads its registry, name, tag and digest)", key)
+	}
+	el := q.roots.Element
+	ep := &qpath{root: el.Expr, node: el.Node, rp: el.Path, aliases: el.Aliases, known: el.Known}
+	if _, err := q.field(qval{kind: qPath, path: ep}, "image", false); err != nil {
+		return qval{}, err
+	}
+	q.read(ep, "name", kubeschema.String.String(), true, nil)
+	tmpl, err := q.b.Parse(part.cel)
+	if err != nil {
+		return qval{}, q.refuse("the %s of an image: %v", key, err)
+	}
+	value := q.b.Substitute(tmpl, "x", q.b.Select(el.Expr, "image"))
+	null := q.b.Not(nonBlankImage(q.b, el.Expr, el.Node))
+	if q.roots.OldElements {
+		// The object's container of the old element's name.
+		lp, err := q.imagesList(list)
+		if err != nil {
+			return qval{}, err
+		}
+		name := q.fresh("c")
+		c := q.b.Ident(name)
+		same := q.b.And(q.b.Eq(q.b.Select(c, "name"), q.b.Select(el.Expr, "name")), nonBlankImage(q.b, c, lp.final().Items()))
+		src := optionalList(q.b, lp)
+		value = q.b.Index(q.b.Map(q.b.Filter(src, name, same), name, q.b.Substitute(tmpl, "x", q.b.Select(c, "image"))), q.b.Int(0))
+		null = q.b.Not(q.b.Exists(src, name, same))
+	}
+	// (A part Kyverno omits when empty is null there too: `|| literal`,
+	// the only reader of a qMaybe, takes "" as it takes null.)
+	return qval{kind: qMaybe, scalar: &qscalar{expr: value, shape: kubeschema.String, plain: true, null: null}}, nil
 }
 
 // valueProjection is ASTValueProjection: images.<list>.* projected onto a
@@ -180,19 +304,14 @@ func (q *query) valueProjection(n gojmespath.ASTNode, cur qval) (qval, error) {
 	if !ok {
 		return qval{}, q.refuse("the %s of an image (the typed translation reads its registry, name, tag and digest)", partName)
 	}
-	im := q.roots.Images
-	lv, err := q.field(qval{kind: qPath, path: &qpath{root: im.Spec, node: im.Node, rp: im.Path}}, list, false)
+	lp, err := q.imagesList(list)
 	if err != nil {
 		return qval{}, err
 	}
-	if lv.kind != qPath || lv.path.shape() != kubeschema.List {
-		return qval{}, q.refuse("the pod spec's %s is not a list in the schema", list)
-	}
-	lp := lv.path
 	name := q.fresh("c")
 	c := q.b.Ident(name)
 	image := q.b.Select(c, "image")
-	nonBlank := q.b.And(q.b.Has(c, "image"), q.b.Ne(q.b.Member("trim", image), q.b.String("")))
+	nonBlank := nonBlankImage(q.b, c, lp.final().Items())
 	tmpl, err := q.b.Parse(part.cel)
 	if err != nil {
 		return qval{}, q.refuse("the %s of an image: %v", partName, err)
@@ -213,5 +332,9 @@ func (q *query) valueProjection(n gojmespath.ASTNode, cur qval) (qval, error) {
 		null:   null,
 		optSrc: opt,
 		loose:  loose,
+		kept:   true,
 	}}, nil
 }
+
+// Builder is the builder the translator writes with.
+func (t *Translator) Builder() *celbuild.Builder { return t.b }

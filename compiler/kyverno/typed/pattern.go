@@ -51,6 +51,9 @@ type Translator struct {
 	readsImages bool
 	// usedImages says a condition read it (UsedImages).
 	usedImages bool
+	// deferImages, when set, counts the conditions that read the images
+	// instead of testing that they parse (ConditionsOnParsedImages).
+	deferImages *imagesDeferred
 }
 
 // NewTranslator translates with builder b.

@@ -46,6 +46,13 @@ type Roots struct {
 	Images *Images
 	// NoImages says Kyverno's images variable is missing: null.
 	NoImages bool
+	// NullContextObject says request.object reads null in a context
+	// entry's own query (on DELETE).
+	NullContextObject bool
+	// OldElements says the foreach elements are the old object's, while
+	// Kyverno's images are the object's: images.<list>."{{ element.name
+	// }}" is the object's container of that name.
+	OldElements bool
 }
 
 // Root is a value of a known schema: Path is its schema path for the
@@ -71,6 +78,9 @@ const (
 	qList
 	qMulti
 	qPseudo
+	// qMaybe is a computed value that is null where scalar.null holds (a
+	// part of the image of a foreach element): only `|| literal` reads it.
+	qMaybe
 )
 
 // qval is a query's value as the translation knows it.
@@ -120,6 +130,8 @@ type qscalar struct {
 	plain bool
 	// mayErr says computing it may fail (a function given null).
 	mayErr bool
+	// null, for a qMaybe value, holds where it is null.
+	null celbuild.Expr
 }
 
 // qlist is a projection: the non-null values of elem for every element of
@@ -138,6 +150,10 @@ type qlist struct {
 	// omits when empty): enough where the predicate decides "" as a
 	// missing element is decided.
 	loose celbuild.Expr
+	// kept says an element its filters keep makes the list not null (an
+	// images list is null when no container has an image): exists()
+	// needs no test of null.
+	kept bool
 }
 
 // qgen iterates v over src (in the enclosing generator's scope), keeping
@@ -342,7 +358,7 @@ func (q *query) node(n gojmespath.ASTNode, cur qval, strict bool) (qval, error) 
 
 // field is a key of cur.
 func (q *query) field(cur qval, key string, strict bool) (qval, error) {
-	if strings.Contains(key, "__admitc") {
+	if strings.Contains(key, "__admitc") && !(key == elementNameKey && cur.kind == qPseudo) {
 		return qval{}, q.refuse("a nested variable")
 	}
 	switch cur.kind {
@@ -419,7 +435,7 @@ func (q *query) rootField(pseudo, key string) (qval, error) {
 			return q.contextValue(i)
 		}
 	}
-	if strings.HasPrefix(pseudo, "images") {
+	if strings.HasPrefix(pseudo, "images") || strings.HasPrefix(pseudo, "element-image.") {
 		return q.imagesField(pseudo, key)
 	}
 	switch pseudo + "." + key {
@@ -431,6 +447,9 @@ func (q *query) rootField(pseudo, key string) (qval, error) {
 		}
 	case "request.object":
 		if q.contextQuery {
+			if q.roots.NullContextObject {
+				return qval{kind: qNull}, nil
+			}
 			if q.roots.ContextObject == nil {
 				return qval{}, q.refuse("request.object in a context entry's query of a policy that matches DELETE (null there, unlike in a {{ }} substitution)")
 			}
@@ -742,6 +761,19 @@ func (q *query) or(n gojmespath.ASTNode, cur qval) (qval, error) {
 	switch left.kind {
 	case qNull:
 		return right, nil
+	case qMaybe:
+		lit, ok := right.lit.(string)
+		if !ok || left.scalar.shape != kubeschema.String {
+			return qval{}, q.refuse("|| with a default that is not a string")
+		}
+		// Null or "": the default.
+		null := q.b.Or(left.scalar.null, q.b.Eq(left.scalar.expr, q.b.String("")))
+		if lit == "" {
+			null = left.scalar.null
+		}
+		out := *left.scalar
+		out.expr, out.null = q.b.Ternary(null, q.b.String(lit), left.scalar.expr), nil
+		return qval{kind: qScalar, scalar: &out}, nil
 	case qScalar:
 		if left.scalar.shape == kubeschema.String && left.scalar.plain {
 			// An operation is never empty.
@@ -851,6 +883,9 @@ func (q *query) function(n gojmespath.ASTNode, cur qval) (qval, error) {
 		arg, err := q.node(n.Children[0], cur, false)
 		if err != nil {
 			return qval{}, err
+		}
+		if list, ok := strings.CutPrefix(arg.pseudo, "images."); arg.kind == qPseudo && ok {
+			return q.imagesCount(list)
 		}
 		size, err := q.size(arg)
 		if err != nil {
