@@ -155,8 +155,11 @@ func typedForEach(b *celbuild.Builder, t *typed.Translator, c computedRule, v *k
 	var fails, counted, messages []celbuild.Expr
 	for i := range v.ForEachValidation {
 		fe := &v.ForEachValidation[i]
-		if len(fe.Context) > 0 || len(fe.GetForEachValidation()) > 0 || fe.List == "" {
-			return foreachOutcome{}, fmt.Errorf("entry %d: context, nested foreach or no list", i)
+		if len(fe.Context) > 0 || fe.List == "" {
+			return foreachOutcome{}, fmt.Errorf("entry %d: context or no list", i)
+		}
+		if roots.Element != nil && len(fe.GetForEachValidation()) > 0 {
+			return foreachOutcome{}, fmt.Errorf("entry %d: a foreach nested twice", i)
 		}
 		listRoots := roots
 		listRoots.Object = listRoot
@@ -197,7 +200,7 @@ func typedForEach(b *celbuild.Builder, t *typed.Translator, c computedRule, v *k
 			if err != nil {
 				return foreachOutcome{}, err
 			}
-			if !ok || readsImages && len(v.ForEachValidation) > 1 {
+			if !ok || readsImages && (len(v.ForEachValidation) > 1 || roots.Element != nil) {
 				return foreachOutcome{}, fmt.Errorf("entry %d: deny conditions that read the images in part, or in one of several entries", i)
 			}
 			if held.MayErr {
@@ -250,6 +253,33 @@ func typedForEach(b *celbuild.Builder, t *typed.Translator, c computedRule, v *k
 					return nil, fmt.Errorf("entry %d: the rule's message", i)
 				}
 				return b.Add(b.String("validation failure: "), m), nil
+			}
+		case len(fe.GetForEachValidation()) > 0:
+			// A nested foreach on the element: it fails where one of its
+			// elements fails ("validation failure: " before its message
+			// again), and counts the element where one of its elements
+			// counted (an empty one does not).
+			sub := &kyvernov1.Validation{Message: v.Message, ForEachValidation: fe.GetForEachValidation()}
+			nestedOn := func(elem typed.Root) (foreachOutcome, error) {
+				at := roots
+				at.Element = &elem
+				return typedForEach(b, t, c, sub, at, listRoot)
+			}
+			o, err := nestedOn(el)
+			if err != nil {
+				return foreachOutcome{}, fmt.Errorf("entry %d: %w", i, err)
+			}
+			bad = func(typed.Root) (celbuild.Expr, error) { return b.And(pre, o.fails), nil }
+			validated = func(typed.Root) (celbuild.Expr, error) { return b.And(pre, o.counted), nil }
+			message = func(first typed.Root) (celbuild.Expr, error) {
+				of, err := nestedOn(first)
+				if err != nil {
+					return nil, err
+				}
+				if lit, ok := stringLiteral(of.message); ok {
+					return b.String("validation failure: " + lit), nil
+				}
+				return b.Add(b.String("validation failure: "), of.message), nil
 			}
 		default:
 			return foreachOutcome{}, fmt.Errorf("entry %d: no deny or pattern", i)
