@@ -141,7 +141,7 @@ func typedDenyWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool,
 	val := pol.Validations[0]
 	val.Expression = b.MustPrint(valid)
 	if val.MessageExpression != "" {
-		m, ok := typedDenyMessage(c, b, t, withContextObject(typed.Roots{Object: root, Node: n, Operation: operation(b), Images: images}))
+		m, ok := typedDenyMessage(c, b, t, roots)
 		if ok && onDelete != nil {
 			var del celbuild.Expr
 			del, ok = typedDenyMessage(c, b, t, *onDelete)

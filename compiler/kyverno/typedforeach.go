@@ -22,9 +22,11 @@ import (
 // ...)); the message is the first failing element's, computed only on
 // failure. What Kyverno reports besides pass and fail (no element
 // validated: no response) is an offline annotation. The exact dynamic
-// translation stays the policy's Dynamic form. Nested foreach, entry
+// translation stays the policy's Dynamic form. A foreach nested one
+// level is a comprehension inside the outer one; deeper nesting, entry
 // context and checks that can fail evaluation (exists() would absorb the
-// error of one element) keep the exact form.
+// error of one element; Kyverno's images that do not parse are the one
+// failure taken, where every element fails alike) keep the exact form.
 
 // typedForEachRule is pol, a lowered foreach rule, written against the
 // schema of its kinds; nil when it holds what the typed translation does

@@ -257,21 +257,21 @@ func (t *Translator) valueCondition(c kyvernov1.Condition, roots Roots, names ma
 	if conditions.IsRange(key) || json.Valid([]byte(key)) {
 		return nil, false, notTyped("a key that Kyverno reads as a range or JSON")
 	}
+	fresh := 0
+	keyCEL, err := conditions.Value(key, conditions.Scope{}, &fresh)
+	if err != nil {
+		return nil, false, notTyped("%v", err)
+	}
+	exact, err := conditions.Operator(op, keyCEL, "x", key, "{{ x }}")
+	if err != nil {
+		return nil, false, notTyped("%v", err)
+	}
 	v, err := t.query(q, roots, names)
 	if err != nil {
 		return nil, false, err
 	}
 	if v.kind == qNull {
 		// A null value (Kyverno's images on DELETE).
-		fresh := 0
-		keyCEL, err := conditions.Value(key, conditions.Scope{}, &fresh)
-		if err != nil {
-			return nil, false, notTyped("%v", err)
-		}
-		exact, err := conditions.Operator(op, keyCEL, "x", key, "{{ x }}")
-		if err != nil {
-			return nil, false, notTyped("%v", err)
-		}
 		got, err := evalBool(exact, "x", nil)
 		if err != nil {
 			return nil, false, notTyped("the %s operator on a null value: %v", c.Operator, err)
@@ -298,15 +298,6 @@ func (t *Translator) valueCondition(c kyvernov1.Condition, roots Roots, names ma
 	typedText := found
 	if strings.Contains(op, "not") {
 		typedText = "!" + found
-	}
-	fresh := 0
-	keyCEL, err := conditions.Value(key, conditions.Scope{}, &fresh)
-	if err != nil {
-		return nil, false, notTyped("%v", err)
-	}
-	exact, err := conditions.Operator(op, keyCEL, "x", key, "{{ x }}")
-	if err != nil {
-		return nil, false, notTyped("%v", err)
 	}
 	if err := agree(exact, typedText, listProbes(kubeschema.String, key, plain)[1:]); err != nil {
 		return nil, false, err
