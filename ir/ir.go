@@ -301,7 +301,8 @@ func (p *Policy) HasAction(a Action) bool {
 const SchemaAbsent = "absent"
 
 // SchemaRead is one field a translation typed against its kind's schema
-// reads: its path (spec.containers[].image: [] stands for every element),
+// reads: its path (spec.containers[].image: [] stands for every element
+// of a list, or every value of a map),
 // the shape it assumed the field has when present (object, map, list,
 // string, integer, number, boolean, int-or-string, or SchemaAbsent), and
 // whether it assumed every object has it. An object offline that does not

@@ -69,6 +69,14 @@ func (n *shapeNode) fits(v any) bool {
 	}
 	switch t := v.(type) {
 	case map[string]any:
+		if n.items != nil {
+			// A map read as a whole: every value (a label's, an annotation's).
+			for _, e := range t {
+				if !n.items.fits(e) {
+					return false
+				}
+			}
+		}
 		for k, c := range n.fields {
 			cv, ok := t[k]
 			switch {

@@ -188,6 +188,11 @@ func (r *reader) rule(p *clusterPolicyObject, c computedRule) {
 			pol = tp
 		}
 	}
+	if v.PodSecurity != nil && Translated(pol) {
+		if tp := r.typedPodSecurityRule(pol, c, m, actions[0] == ir.Deny); tp != nil {
+			pol = tp
+		}
+	}
 	if v.Deny != nil && Translated(pol) {
 		if td := r.typedDenyRule(pol, c, m, actions[0] == ir.Deny); td != nil {
 			pol = td

@@ -192,7 +192,10 @@ func seLinux(types []string) func(v string) string {
 	}
 }
 
-var seLinuxTypes = []string{"", "container_t", "container_init_t", "container_kvm_t"}
+var (
+	seLinuxTypes    = []string{"", "container_t", "container_init_t", "container_kvm_t"}
+	seLinuxTypes131 = append(append([]string{}, seLinuxTypes...), "container_engine_t")
+)
 
 func validSeccomp(opt string) string {
 	return "(" + strOf(opt+".?type") + " in ['Localhost', 'RuntimeDefault'])"

@@ -242,3 +242,66 @@ func TestChecksDecideAlikeOnTypedPods(t *testing.T) {
 	t.Logf("%d comparisons", compared)
 	assert.Greater(t, compared, 1000)
 }
+
+// TestVerdictsAgreeWithTheForksChecks runs every version of every check of
+// Kyverno's fork and its typed verdict (fails.go) on the variants of the
+// seed pods that the verdicts are written for: those that decode as a Pod
+// and hold no null (the API server's objects), given to CEL as 1.36 and as
+// 1.37 present them. A verdict fails exactly when the check does.
+func TestVerdictsAgreeWithTheForksChecks(t *testing.T) {
+	pods := podVariants(t, 150)
+	forks := policy.DefaultChecks()
+	compared, denied := 0, 0
+	for i, c := range Checks {
+		for j, v := range c.Versions {
+			if v.Fails == nil {
+				continue
+			}
+			p := &TypedPod{Spec: "object.spec", Meta: "object.metadata", Containers: "variables.allContainers"}
+			all := "object.spec.?initContainers.orValue([]) + object.spec.?containers.orValue([]) + object.spec.?ephemeralContainers.orValue([])"
+			eval := program(t, []Variable{{"allContainers", all}}, "("+v.Fails(p)+") ? 'fail' : ''")
+			for _, pod := range pods {
+				typed, ok := decodePod(pod.Object)
+				if !ok || hasNull(pod.Object) || pod.Object["spec"] == nil || pod.Object["metadata"] == nil {
+					continue
+				}
+				res := forks[i].Versions[j].CheckPod(&typed.ObjectMeta, &typed.Spec, policy.WithFieldErrors())
+				want := ""
+				if !res.Allowed {
+					want = "fail"
+					denied++
+				}
+				for _, obj := range []any{pod.Object, kubetyped.Value(pod.Object)} {
+					got, err := eval(obj)
+					require.NoError(t, err, "%s v1.%d on %s", c.ID, v.Minor, pod.Name)
+					assert.Equal(t, want, got, "%s v1.%d on %s: %s", c.ID, v.Minor, pod.Name, v.Fails(&TypedPod{Spec: "object.spec", Meta: "object.metadata", Containers: "variables.allContainers"}))
+				}
+				compared++
+			}
+		}
+	}
+	t.Logf("%d comparisons (%d denied)", compared, denied)
+	assert.Greater(t, denied, 1000)
+	assert.Greater(t, compared-denied, 1000)
+}
+
+// hasNull says whether v holds a null anywhere.
+func hasNull(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case map[string]any:
+		for _, e := range x {
+			if hasNull(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if hasNull(e) {
+				return true
+			}
+		}
+	}
+	return false
+}

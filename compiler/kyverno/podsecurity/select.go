@@ -19,11 +19,14 @@ type Check struct {
 	reason func(recs string) string
 }
 
-// Version is one VersionedCheck: the minimum policy version (1.Minor)
-// and the CEL records of the check over a view.
+// Version is one VersionedCheck: the minimum policy version (1.Minor),
+// the CEL records of the check over a view, and its typed verdict.
 type Version struct {
 	Minor   int
 	Records func(view string) string
+	// Fails is the typed verdict (fails.go): true when Records are not
+	// empty, on a pod its schema's shape.
+	Fails func(*TypedPod) string
 }
 
 func static(reason string) func(string) string { return func(string) string { return q(reason) } }
@@ -31,24 +34,24 @@ func static(reason string) func(string) string { return func(string) string { re
 // Checks are the fork's DefaultChecks, in registration order (the file
 // names of policy/check_*.go, sorted).
 var Checks = []Check{
-	{"allowPrivilegeEscalation", true, []Version{{8, allowPrivilegeEscalation}, {25, allowPrivilegeEscalation125}}, static("allowPrivilegeEscalation != false")},
-	{"appArmorProfile", false, []Version{{0, appArmorProfile}}, appArmorReason},
-	{"capabilities_baseline", false, []Version{{0, capabilitiesBaseline}}, static("non-default capabilities")},
-	{"capabilities_restricted", true, []Version{{22, capabilitiesRestricted}, {25, capabilitiesRestricted125}}, static("unrestricted capabilities")},
-	{"hostNamespaces", false, []Version{{0, hostNamespaces}}, static("host namespaces")},
-	{"hostPathVolumes", false, []Version{{0, hostPathVolumes}}, static("hostPath volumes")},
-	{"hostPorts", false, []Version{{0, hostPorts}}, static("hostPort")},
-	{"hostProbesAndHostLifecycle", false, []Version{{34, hostProbesAndHostLifecycle}}, static("probe or lifecycle host")},
-	{"privileged", false, []Version{{0, privileged}}, static("privileged")},
-	{"procMount", false, []Version{{0, procMount}}, static("procMount")},
-	{"restrictedVolumes", true, []Version{{0, restrictedVolumes}}, static("restricted volume types")},
-	{"runAsNonRoot", true, []Version{{0, runAsNonRoot}}, static("runAsNonRoot != true")},
-	{"runAsUser", true, []Version{{23, runAsUser}}, static("runAsUser=0")},
-	{"seLinuxOptions", false, []Version{{0, seLinux(seLinuxTypes)}, {31, seLinux(append(append([]string{}, seLinuxTypes...), "container_engine_t"))}}, static("seLinuxOptions")},
-	{"seccompProfile_baseline", false, []Version{{0, nil}, {19, seccompBaseline}}, static("seccompProfile")},
-	{"seccompProfile_restricted", true, []Version{{19, seccompRestricted}, {25, seccompRestricted125}}, static("seccompProfile")},
-	{"sysctls", false, []Version{{0, sysctls(sysctls10)}, {27, sysctls(sysctls127)}, {29, sysctls(sysctls129)}, {32, sysctls(sysctls132)}}, static("forbidden sysctls")},
-	{"windowsHostProcess", false, []Version{{0, windowsHostProcess}}, static("hostProcess")},
+	{"allowPrivilegeEscalation", true, []Version{{8, allowPrivilegeEscalation, allowPrivilegeEscalationFails}, {25, allowPrivilegeEscalation125, notWindows(allowPrivilegeEscalationFails)}}, static("allowPrivilegeEscalation != false")},
+	{"appArmorProfile", false, []Version{{0, appArmorProfile, appArmorProfileFails}}, appArmorReason},
+	{"capabilities_baseline", false, []Version{{0, capabilitiesBaseline, capabilitiesBaselineFails}}, static("non-default capabilities")},
+	{"capabilities_restricted", true, []Version{{22, capabilitiesRestricted, capabilitiesRestrictedFails}, {25, capabilitiesRestricted125, notWindows(capabilitiesRestrictedFails)}}, static("unrestricted capabilities")},
+	{"hostNamespaces", false, []Version{{0, hostNamespaces, hostNamespacesFails}}, static("host namespaces")},
+	{"hostPathVolumes", false, []Version{{0, hostPathVolumes, hostPathVolumesFails}}, static("hostPath volumes")},
+	{"hostPorts", false, []Version{{0, hostPorts, hostPortsFails}}, static("hostPort")},
+	{"hostProbesAndHostLifecycle", false, []Version{{34, hostProbesAndHostLifecycle, hostProbesAndHostLifecycleFails}}, static("probe or lifecycle host")},
+	{"privileged", false, []Version{{0, privileged, privilegedFails}}, static("privileged")},
+	{"procMount", false, []Version{{0, procMount, procMountFails}}, static("procMount")},
+	{"restrictedVolumes", true, []Version{{0, restrictedVolumes, restrictedVolumesFails}}, static("restricted volume types")},
+	{"runAsNonRoot", true, []Version{{0, runAsNonRoot, runAsNonRootFails}}, static("runAsNonRoot != true")},
+	{"runAsUser", true, []Version{{23, runAsUser, runAsUserFails}}, static("runAsUser=0")},
+	{"seLinuxOptions", false, []Version{{0, seLinux(seLinuxTypes), seLinuxFails(seLinuxTypes)}, {31, seLinux(seLinuxTypes131), seLinuxFails(seLinuxTypes131)}}, static("seLinuxOptions")},
+	{"seccompProfile_baseline", false, []Version{{0, nil, nil}, {19, seccompBaseline, seccompBaselineFails}}, static("seccompProfile")},
+	{"seccompProfile_restricted", true, []Version{{19, seccompRestricted, seccompRestrictedFails}, {25, seccompRestricted125, notWindows(seccompRestrictedFails)}}, static("seccompProfile")},
+	{"sysctls", false, []Version{{0, sysctls(sysctls10), sysctlsFails(sysctls10)}, {27, sysctls(sysctls127), sysctlsFails(sysctls127)}, {29, sysctls(sysctls129), sysctlsFails(sysctls129)}, {32, sysctls(sysctls132), sysctlsFails(sysctls132)}}, static("forbidden sysctls")},
+	{"windowsHostProcess", false, []Version{{0, windowsHostProcess, windowsHostProcessFails}}, static("hostProcess")},
 }
 
 // Latest is the minor version a `latest` (or empty) version stands for

@@ -1,6 +1,7 @@
 package podsecurity
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/admitc/admitc/compiler/kyverno/pattern"
@@ -99,4 +100,52 @@ func MatchingView(spec string, images []string) string {
 		keep = strings.Join(ms, " || ")
 	}
 	return "{'s': dyn({}), 'm': dyn({}), 'k': dyn(" + containerRecords(spec, keep) + ")}"
+}
+
+// A Placement is where every kind of a rule keeps its pod, when they agree:
+// the schema paths (dotted, under the object) of the pod spec and of the
+// metadata Kyverno's getSpec reads, and what Kyverno's convertChecks
+// writes for "spec" in the message.
+type Placement struct {
+	Spec, Meta, Where string
+}
+
+// PlacementOf is where the kinds keep their pod; false when they do not
+// all keep it in one place, or one is not a kind Kyverno reads a pod from.
+func PlacementOf(kinds []string) (Placement, bool) {
+	var out Placement
+	for i, k := range kinds {
+		var p Placement
+		switch {
+		case k == "Pod":
+			p = Placement{"spec", "metadata", "spec"}
+		case k == "CronJob":
+			p = Placement{"spec.jobTemplate.spec.template.spec", "spec.jobTemplate.metadata", "spec.jobTemplate.spec.template.spec"}
+		case slices.Contains(Controllers, k):
+			p = Placement{"spec.template.spec", "spec.template.metadata", "spec.template.spec"}
+		default:
+			return Placement{}, false
+		}
+		if i > 0 && p != out {
+			return Placement{}, false
+		}
+		out = p
+	}
+	return out, len(kinds) > 0
+}
+
+// Place rewrites t, translated over root, for objects of kinds that keep
+// their pod at p: the pod is read from there, with no test of the kind.
+func (t *Translation) Place(root string, p Placement) {
+	prefix := strings.TrimPrefix(t.Result, "variables.")
+	for i, v := range t.Variables {
+		switch v.Name {
+		case prefix + "Spec":
+			t.Variables[i].Expression = objOf(optional(root, p.Spec))
+		case prefix + "Meta":
+			t.Variables[i].Expression = objOf(optional(root, p.Meta))
+		case prefix + "Where":
+			t.Variables[i].Expression = q(p.Where)
+		}
+	}
 }
