@@ -14,6 +14,7 @@ package celbuild
 import (
 	"fmt"
 	"regexp"
+	"slices"
 
 	"github.com/google/cel-go/common"
 	"github.com/google/cel-go/common/ast"
@@ -394,6 +395,7 @@ func (b *Builder) logical(op string, unit bool, xs []Expr) Expr {
 			kept = append(kept, x)
 		}
 	}
+	kept = b.membership(op, kept)
 	switch len(kept) {
 	case 0:
 		return b.Bool(unit)
@@ -403,6 +405,91 @@ func (b *Builder) logical(op string, unit bool, xs []Expr) Expr {
 	out := kept[0]
 	for _, x := range kept[1:] {
 		out = b.Call(op, out, x)
+	}
+	return out
+}
+
+// membership writes the comparisons of one value with string literals
+// among the operands xs of op as one test of membership, where the first
+// of them was: x == "a" || x == "b" is x in ["a", "b"], and x != "a" &&
+// x != "b" is !(x in ["a", "b"]). CEL's || and && commute (an error or an
+// unknown is absorbed whatever the order), and x == "a" is false, as
+// "a" in [x] is, when x is not a string.
+func (b *Builder) membership(op string, xs []Expr) []Expr {
+	cmp := operators.Equals
+	if op == operators.LogicalAnd {
+		cmp = operators.NotEquals
+	}
+	// operand is x and its literals when e is x cmp "lit" or, for ||,
+	// x in ["lit", ...] (for &&, !(x in [...])).
+	operand := func(e Expr) (Expr, []Expr, bool) {
+		if cmp == operators.NotEquals && e.Kind() == ast.CallKind && e.AsCall().FunctionName() == operators.LogicalNot {
+			e = e.AsCall().Args()[0]
+			if e.Kind() != ast.CallKind || e.AsCall().FunctionName() != operators.In {
+				return nil, nil, false
+			}
+		} else if e.Kind() != ast.CallKind || e.AsCall().FunctionName() != cmp && !(cmp == operators.Equals && e.AsCall().FunctionName() == operators.In) {
+			return nil, nil, false
+		}
+		args := e.AsCall().Args()
+		x, y := args[0], args[1]
+		if e.AsCall().FunctionName() == operators.In {
+			if y.Kind() != ast.ListKind || len(y.AsList().OptionalIndices()) > 0 {
+				return nil, nil, false
+			}
+			for _, l := range y.AsList().Elements() {
+				if _, ok := StringLit(l); !ok {
+					return nil, nil, false
+				}
+			}
+			return x, y.AsList().Elements(), x.Kind() != ast.LiteralKind
+		}
+		if _, ok := StringLit(x); ok {
+			x, y = y, x
+		}
+		_, ok := StringLit(y)
+		return x, []Expr{y}, ok && x.Kind() != ast.LiteralKind
+	}
+	type group struct {
+		x    Expr
+		lits []Expr
+		at   int
+	}
+	var groups []*group
+	var out []Expr
+	for _, e := range xs {
+		x, lits, ok := operand(e)
+		if !ok {
+			out = append(out, e)
+			continue
+		}
+		var g *group
+		for _, h := range groups {
+			if b.Same(h.x, x) {
+				g = h
+			}
+		}
+		if g == nil {
+			g = &group{x: x, at: len(out)}
+			groups = append(groups, g)
+			out = append(out, e)
+		}
+		for _, l := range lits {
+			lv, _ := StringLit(l)
+			if !slices.ContainsFunc(g.lits, func(m Expr) bool { mv, _ := StringLit(m); return mv == lv }) {
+				g.lits = append(g.lits, l)
+			}
+		}
+	}
+	for _, g := range groups {
+		if len(g.lits) < 2 {
+			continue
+		}
+		in := b.Call(operators.In, g.x, b.List(g.lits...))
+		if cmp == operators.NotEquals {
+			in = b.Call(operators.LogicalNot, in)
+		}
+		out[g.at] = in
 	}
 	return out
 }

@@ -61,3 +61,18 @@ func TestParseAdoptsHasInsideMacros(t *testing.T) {
 	l := b.Exists(b.Ident("xs"), "x", b.And(e, b.Has(b.Ident("x"), "f")))
 	assert.Equal(t, "xs.exists(x, "+want+" && has(x.f))", b.MustPrint(b.Substitute(l, "object", b.Ident("object"))))
 }
+
+// Comparisons of one value with string literals under || (==) or && (!=)
+// are one membership test where the first of them was; other operands keep
+// their places, and a value compared with one literal stays a comparison.
+func TestComparisonsWithLiteralsBecomeMembership(t *testing.T) {
+	b := New()
+	x := func() Expr { return b.Select(b.Ident("c"), "type") }
+	y := b.Select(b.Ident("c"), "kind")
+	assert.Equal(t, `!has(c.type) || c.type in ["a", "b", "c"] || c.kind == "a"`,
+		b.MustPrint(b.Or(b.Not(b.Has(b.Ident("c"), "type")), b.Eq(x(), b.String("a")), b.Eq(y, b.String("a")), b.Eq(b.String("b"), x()), b.In(x(), b.List(b.String("c"), b.String("a"))))))
+	assert.Equal(t, `has(c.type) && !(c.type in ["a", "b"])`,
+		b.MustPrint(b.And(b.Has(b.Ident("c"), "type"), b.Ne(x(), b.String("a")), b.Ne(x(), b.String("b")))))
+	assert.Equal(t, `c.type == "a" || c.type == 1`, b.MustPrint(b.Or(b.Eq(x(), b.String("a")), b.Eq(x(), b.Int(1)))))
+	assert.Equal(t, `c.type == "a"`, b.MustPrint(b.Or(b.Eq(x(), b.String("a")), b.Eq(x(), b.String("a")))))
+}
