@@ -213,12 +213,21 @@ func (e *Engine) Validate(ctx context.Context, req *Request) (*Result, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		var bindings []*ir.Binding
+		if p.Imported() {
+			// Matched before a form is chosen: an object of another kind
+			// never fits a typed policy's schema, and would compile its
+			// dynamic form for nothing.
+			if bindings = e.matchingBindings(ev, p, res); len(bindings) == 0 {
+				continue
+			}
+		}
 		p, c, err := e.form(i, req)
 		if err != nil {
 			return nil, fmt.Errorf("policy %q: %w", p.Name, err)
 		}
 		if p.Imported() {
-			e.validateImported(ctx, ev, p, c, res)
+			e.validateImported(ev, p, c, bindings, res)
 			continue
 		}
 		o, detail := e.validateOne(ctx, ev, p, c, res)
@@ -297,10 +306,10 @@ func record(out validating.ValidateResult, p *ir.Policy, binding string, actions
 }
 
 // validateImported evaluates an imported policy through each of its
-// bindings that matches, with each binding's parameter objects, as the
-// API server's validating policy dispatcher does.
-func (e *Engine) validateImported(ctx context.Context, ev *evaluation, p *ir.Policy, c *celenv.CompiledPolicy, res *Result) {
-	for _, b := range e.matchingBindings(ev, p, res) {
+// bindings that matches (matchingBindings), with each binding's parameter
+// objects, as the API server's validating policy dispatcher does.
+func (e *Engine) validateImported(ev *evaluation, p *ir.Policy, c *celenv.CompiledPolicy, bindings []*ir.Binding, res *Result) {
+	for _, b := range bindings {
 		params, err := ev.bindingParams(p, b)
 		if err != nil {
 			e.configError(ev, p, b.Name, err, res)

@@ -1,11 +1,15 @@
 package runtime
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/admitc/admitc/compiler"
 	"github.com/admitc/admitc/ir"
 )
 
@@ -30,4 +34,32 @@ func TestShapeCheckUniqueKey(t *testing.T) {
 	assert.True(t, check.root.fits(pod("a", "b")))
 	assert.True(t, check.root.fits(pod()))
 	assert.False(t, check.root.fits(pod("a", "b", "a")), "two containers named a")
+}
+
+// A typed policy is matched before its form is chosen: a Pod never fits
+// the schema of a policy for Deployments, and judging it must not compile
+// that policy's dynamic form (it took seconds per policy, and memory in
+// every audit). The Pod fits its own policy's schema, so no dynamic form
+// is compiled at all.
+func TestDynamicFormsOfOtherKindsAreNotCompiled(t *testing.T) {
+	src, err := compiler.ReadSources([]string{"../examples/kyverno-pattern/disallow-host-path/policy.yaml"})
+	require.NoError(t, err)
+	set, diags := compiler.Compile(src, compiler.Options{})
+	require.Empty(t, diags)
+	e, err := NewEngine(set)
+	require.NoError(t, err)
+	pod := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "p"},
+		"spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "nginx:1.27"}}, "volumes": []any{map[string]any{"name": "h", "hostPath": map[string]any{"path": "/"}}}}}}
+	res, err := e.Admit(context.Background(), RequestFor(pod, nil, "shop"))
+	require.NoError(t, err)
+	assert.False(t, res.Allowed(), "the Pod policy judged it")
+	typed := 0
+	for i, f := range e.forms {
+		if f == nil || set.Policies[i].Dynamic == nil {
+			continue
+		}
+		typed++
+		assert.Nil(t, f.dynamic, "%s: dynamic form compiled", set.Policies[i].Name)
+	}
+	assert.Equal(t, 3, typed, "the rule and its two autogen rules are typed")
 }
