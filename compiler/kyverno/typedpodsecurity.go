@@ -86,15 +86,17 @@ func (r *reader) typedPodSecurityRule(pol *ir.Policy, c computedRule, m loweredM
 		p := &podsecurity.TypedPod{Spec: spec, Meta: meta, Containers: "variables." + containers}
 		var terms []string
 		for _, chk := range podsecurity.Evaluated(string(ps.Level)) {
-			if covered[chk.ID] {
-				terms = append(terms, "variables."+records+"_"+chk.ID+" != ''")
-				continue
-			}
 			v := chk.Selected(minor)
 			if v.Fails == nil {
 				return "", false
 			}
-			terms = append(terms, v.Fails(p))
+			verdict := v.Fails(p)
+			if covered[chk.ID] {
+				// The records decide; they read what the verdict reads,
+				// which is recorded all the same.
+				verdict = "variables." + records + "_" + chk.ID + " != ''"
+			}
+			terms = append(terms, verdict)
 		}
 		all := make([]string, len(podContainerLists))
 		for i, l := range podContainerLists {

@@ -50,3 +50,10 @@ type namedExpr struct{ name, expr string }
 func (n namedExpr) GetName() string          { return n.name }
 func (n namedExpr) GetExpression() string    { return n.expr }
 func (n namedExpr) ReturnTypes() []*cel.Type { return []*cel.Type{cel.AnyType, cel.DynType} }
+
+// withoutNullTests drops orEmpty's null test, nested ones too, and leaves
+// every other list of one alone.
+func TestWithoutNullTests(t *testing.T) {
+	in := "[[o.?a.orValue({})].map(x, x == null ? {} : x)[0].?b.orValue([])].map(x, x == null ? [] : x)[0].size() + [m[k]].map(x, x == null ? '' : x)[0].size() + [c.?n.orValue('')].map(x, x == null ? '' : x)[0].size()"
+	require.Equal(t, "o.?a.orValue({}).?b.orValue([]).size() + [m[k]].map(x, x == null ? '' : x)[0].size() + c.?n.orValue('').size()", withoutNullTests(in))
+}

@@ -135,17 +135,56 @@ func PlacementOf(kinds []string) (Placement, bool) {
 }
 
 // Place rewrites t, translated over root, for objects of kinds that keep
-// their pod at p: the pod is read from there, with no test of the kind.
+// their pod at p, as the API server hands them to a policy: the pod is read
+// from there, with no test of the kind, and a field read as optional is
+// never null, so orEmpty's null test is left out.
 func (t *Translation) Place(root string, p Placement) {
 	prefix := strings.TrimPrefix(t.Result, "variables.")
 	for i, v := range t.Variables {
 		switch v.Name {
 		case prefix + "Spec":
-			t.Variables[i].Expression = objOf(optional(root, p.Spec))
+			t.Variables[i].Expression = optional(root, p.Spec) + ".orValue({})"
 		case prefix + "Meta":
-			t.Variables[i].Expression = objOf(optional(root, p.Meta))
+			t.Variables[i].Expression = optional(root, p.Meta) + ".orValue({})"
 		case prefix + "Where":
 			t.Variables[i].Expression = q(p.Where)
+		default:
+			t.Variables[i].Expression = withoutNullTests(v.Expression)
 		}
 	}
+}
+
+// withoutNullTests rewrites every orEmpty in e, [X.orValue(E)].map(x, x ==
+// null ? E : x)[0], as X.orValue(E): the same value where X is never null.
+func withoutNullTests(e string) string {
+	for _, empty := range []string{"{}", "[]", "''"} {
+		tail := ")].map(x, x == null ? " + empty + " : x)[0]"
+		for {
+			end := strings.Index(e, tail)
+			if end < 0 {
+				break
+			}
+			// The [ that opens the list of one: the last unmatched one before.
+			depth, start := 0, -1
+			for i := end; i >= 0 && start < 0; i-- {
+				switch e[i] {
+				case ']', ')', '}':
+					depth++
+				case '[', '(', '{':
+					if depth == 0 && e[i] == '[' {
+						start = i
+					} else {
+						depth--
+					}
+				}
+			}
+			inner := e[start+1 : end+1]
+			if start < 0 || !strings.HasSuffix(inner, ".orValue("+empty+")") {
+				// Not orEmpty's: leave this text and look after it.
+				return e[:end+len(tail)] + withoutNullTests(e[end+len(tail):])
+			}
+			e = e[:start] + inner + e[end+len(tail):]
+		}
+	}
+	return e
 }
