@@ -320,7 +320,20 @@ type SchemaRead struct {
 	// never share: the API server's validation of its kind refuses
 	// duplicates (two containers of a pod with one name).
 	UniqueKey string `json:"uniqueKey,omitempty"`
+	// Format, when set, is what the API server makes sure of the string
+	// before admission: FormatQuantity or FormatDNSLabel.
+	Format string `json:"format,omitempty"`
 }
+
+// SchemaRead formats.
+const (
+	// FormatQuantity is a resource quantity: the API server parses it
+	// when it decodes the object (resource.ParseQuantity accepts it).
+	FormatQuantity = "quantity"
+	// FormatDNSLabel is a DNS-1123 label, as the API server's validation
+	// requires of a container's, a volume's and a volume mount's name.
+	FormatDNSLabel = "dns-label"
+)
 
 // SchemaPath is the path of key under path in a SchemaRead: path.key, or
 // path["key"] for a key that is not a plain name (a label key).

@@ -3,7 +3,9 @@ package runtime
 import (
 	"slices"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/admitc/admitc/ir"
 )
@@ -11,8 +13,9 @@ import (
 // shapeCheck checks an object against the SchemaReads of a typed policy:
 // every read field that is there holds a value of the shape read (never
 // null), every field read as present is there, and no field the schema
-// does not have (read as ir.SchemaAbsent) is, and no two elements of a list
-// read with a UniqueKey share that key's value.
+// does not have (read as ir.SchemaAbsent) is, no two elements of a list
+// read with a UniqueKey share that key's value, and a string read with a
+// Format is of that format (a quantity parses).
 type shapeCheck struct{ root *shapeNode }
 
 type shapeNode struct {
@@ -20,6 +23,7 @@ type shapeNode struct {
 	present bool
 	enum    []string
 	unique  string
+	format  string
 	fields  map[string]*shapeNode
 	items   *shapeNode
 }
@@ -35,7 +39,7 @@ func newShapeCheck(reads []ir.SchemaRead) (*shapeCheck, error) {
 		for _, s := range steps {
 			n = n.child(s)
 		}
-		n.shape, n.present, n.enum, n.unique = r.Shape, r.Present, r.Enum, r.UniqueKey
+		n.shape, n.present, n.enum, n.unique, n.format = r.Shape, r.Present, r.Enum, r.UniqueKey, r.Format
 	}
 	return &shapeCheck{root: root}, nil
 }
@@ -65,6 +69,9 @@ func (n *shapeNode) fits(v any) bool {
 		return false
 	}
 	if s, ok := v.(string); ok && len(n.enum) > 0 && !slices.Contains(n.enum, s) {
+		return false
+	}
+	if n.format != "" && !hasFormat(v, n.format) {
 		return false
 	}
 	switch t := v.(type) {
@@ -100,6 +107,24 @@ func (n *shapeNode) fits(v any) bool {
 		}
 	}
 	return true
+}
+
+// hasFormat says whether v is a string of format, as the API server
+// makes sure before admission: a quantity parses (a number is one too,
+// but admission sees it as a string), a label is a DNS-1123 label.
+func hasFormat(v any, format string) bool {
+	s, ok := v.(string)
+	if !ok {
+		return false
+	}
+	switch format {
+	case ir.FormatQuantity:
+		_, err := resource.ParseQuantity(s)
+		return err == nil
+	case ir.FormatDNSLabel:
+		return len(validation.IsDNS1123Label(s)) == 0
+	}
+	return false
 }
 
 // uniqueBy says no two map elements of l hold one value at key.

@@ -36,6 +36,31 @@ func TestShapeCheckUniqueKey(t *testing.T) {
 	assert.False(t, check.root.fits(pod("a", "b", "a")), "two containers named a")
 }
 
+// A string read with a format fits only when it is of that format (a
+// quantity parses, a label is a DNS label): the API server refuses the
+// object otherwise, and offline it is judged by the exact form.
+func TestShapeCheckFormat(t *testing.T) {
+	check, err := newShapeCheck([]ir.SchemaRead{
+		{Path: "resources.limits", Shape: "map"},
+		{Path: "resources.limits[]", Shape: "string", Format: ir.FormatQuantity},
+	})
+	require.NoError(t, err)
+	limits := func(v any) map[string]any {
+		return map[string]any{"resources": map[string]any{"limits": map[string]any{"memory": v}}}
+	}
+	assert.True(t, check.root.fits(limits("1Gi")))
+	assert.True(t, check.root.fits(limits("500m")))
+	assert.False(t, check.root.fits(limits("lots")), "not a quantity")
+	assert.False(t, check.root.fits(limits("")), "empty")
+	assert.False(t, check.root.fits(limits(int64(1))), "a number: admission sees a string")
+
+	labels, err := newShapeCheck([]ir.SchemaRead{{Path: "name", Shape: "string", Format: ir.FormatDNSLabel}})
+	require.NoError(t, err)
+	assert.True(t, labels.root.fits(map[string]any{"name": "cache-1"}))
+	assert.False(t, labels.root.fits(map[string]any{"name": "Cache"}), "not a DNS label")
+	assert.False(t, labels.root.fits(map[string]any{"name": "cache*"}), "a wildcard is no label")
+}
+
 // A typed policy is matched before its form is chosen: a Pod never fits
 // the schema of a policy for Deployments, and judging it must not compile
 // that policy's dynamic form (it took seconds per policy, and memory in

@@ -291,6 +291,7 @@ func typedPreconditions(pol *ir.Policy, c computedRule, b *celbuild.Builder, t *
 	if err != nil {
 		return err
 	}
+	ops, rest = t.HoistOperations(rest, ops, withContextObject(typed.Roots{Object: requestObject(b, pol), Node: n, Operation: operation(b)}))
 	if len(ops) == 0 {
 		return fmt.Errorf("the preconditions hold for no operation")
 	}

@@ -182,6 +182,13 @@ func typedForEach(b *celbuild.Builder, t *typed.Translator, c computedRule, v *k
 				return foreachOutcome{}, fmt.Errorf("entry %d: preconditions that may fail", i)
 			}
 			pre = held.Holds
+			if len(held.Known) > 0 {
+				// The checks run where the preconditions hold: what they
+				// hold only where present is read without a test.
+				guarded := el
+				guarded.Known = append(slices.Clone(el.Known), held.Known...)
+				inner.Element = &guarded
+			}
 		}
 		scope := el.Node.Shape() == kubeschema.Object || el.Node.Shape() == kubeschema.Map
 		if fe.ElementScope != nil && *fe.ElementScope != scope {
@@ -300,14 +307,8 @@ func typedForEach(b *celbuild.Builder, t *typed.Translator, c computedRule, v *k
 		}
 		if loop.Uses(msg) {
 			// The message reads the element: the first that fails.
-			first := loop.First(e)
-			if first == nil {
+			if msg = loop.FirstMap(e, msg); msg == nil {
 				return foreachOutcome{}, fmt.Errorf("entry %d: a message on an element of nested lists", i)
-			}
-			fr := el
-			fr.Expr = first
-			if msg, err = message(fr); err != nil {
-				return foreachOutcome{}, err
 			}
 		}
 		fails = append(fails, loop.Exists(e))

@@ -37,7 +37,16 @@ type Builder struct {
 	// total are the filters (by comprehension ID) whose predicate never
 	// fails (TotalFilter).
 	total map[int64]bool
+	// typedPresence says every presence test built reads an object of a
+	// known schema, so it never fails (AssumeTypedPresence).
+	typedPresence bool
 }
+
+// AssumeTypedPresence says every presence test the builder makes reads a
+// value that is an object or a map (a typed translation, whose objects
+// the schema or the runtime's shape check vouch for): such a test never
+// fails, so the operands of && after has(x.f) may take it as true.
+func (b *Builder) AssumeTypedPresence() { b.typedPresence = true }
 
 // New returns an empty builder.
 func New() *Builder {
@@ -354,6 +363,68 @@ func (b *Builder) holdsPresence(xs []Expr, op string, p Expr) bool {
 	return false
 }
 
+// assumePresent is x, an operand of && after the operands kept, with each
+// presence test that one of kept is taken as true in x's own &&, || and
+// ! (has(v.a) && !(has(v.a) && has(v.a.b)) is has(v.a) && !has(v.a.b)):
+// x decides the result only where kept held. x is not rewritten inside comprehensions, which may bind its names.
+// Only with AssumeTypedPresence: where has(x.f) may fail, a && whose
+// first operand fails can be false or an error depending on x.
+func (b *Builder) assumePresent(op string, kept []Expr, x Expr) Expr {
+	if !b.typedPresence || op != operators.LogicalAnd || x.Kind() != ast.CallKind {
+		return x
+	}
+	var facts []Expr
+	for _, k := range kept {
+		for _, c := range Conjuncts(k) {
+			if isPresenceTest(c) {
+				facts = append(facts, c)
+			}
+		}
+	}
+	if len(facts) == 0 {
+		return x
+	}
+	var rewrite func(e Expr) (Expr, bool)
+	rewrite = func(e Expr) (Expr, bool) {
+		switch {
+		case isPresenceTest(e):
+			for _, f := range facts {
+				if b.Same(e, f) {
+					return b.Bool(true), true
+				}
+			}
+			return e, false
+		case e.Kind() != ast.CallKind:
+			return e, false
+		}
+		c := e.AsCall()
+		switch c.FunctionName() {
+		case operators.LogicalAnd, operators.LogicalOr, operators.LogicalNot:
+		default:
+			return e, false
+		}
+		args := make([]Expr, len(c.Args()))
+		changed := false
+		for i, a := range c.Args() {
+			var ch bool
+			args[i], ch = rewrite(a)
+			changed = changed || ch
+		}
+		if !changed {
+			return e, false
+		}
+		switch c.FunctionName() {
+		case operators.LogicalAnd:
+			return b.And(args...), true
+		case operators.LogicalOr:
+			return b.Or(args...), true
+		}
+		return b.Not(args[0]), true
+	}
+	out, _ := rewrite(x)
+	return out
+}
+
 // Conjuncts are the operands of e's chain of &&, in order (e itself when
 // it is not one).
 func Conjuncts(e Expr) []Expr {
@@ -386,13 +457,13 @@ func (b *Builder) logical(op string, unit bool, xs []Expr) Expr {
 				if isPresenceTest(a) && b.holdsPresence(kept, op, a) {
 					continue
 				}
-				kept = append(kept, a)
+				kept = append(kept, b.assumePresent(op, kept, a))
 			}
 		case isPresenceTest(x) && b.holdsPresence(kept, op, x):
 			// has(a.f) && has(a.f) is has(a.f) (only presence tests
 			// are compared: they are small to print).
 		default:
-			kept = append(kept, x)
+			kept = append(kept, b.assumePresent(op, kept, x))
 		}
 	}
 	kept = b.membership(op, kept)

@@ -76,3 +76,20 @@ func TestComparisonsWithLiteralsBecomeMembership(t *testing.T) {
 	assert.Equal(t, `c.type == "a" || c.type == 1`, b.MustPrint(b.Or(b.Eq(x(), b.String("a")), b.Eq(x(), b.Int(1)))))
 	assert.Equal(t, `c.type == "a"`, b.MustPrint(b.Or(b.Eq(x(), b.String("a")), b.Eq(x(), b.String("a")))))
 }
+
+// With AssumeTypedPresence, the operands of && after a presence test take
+// it as true in their own &&, || and !, not inside comprehensions; without
+// it (a presence test that may fail), nothing is rewritten.
+func TestPresenceTestsHoldInLaterOperands(t *testing.T) {
+	build := func(b *Builder) Expr {
+		v := b.Ident("v")
+		dir := b.Select(v, "emptyDir")
+		inner := b.Exists(b.Ident("xs"), "v", b.Has(b.Ident("v"), "emptyDir"))
+		return b.And(b.Has(v, "emptyDir"), b.Not(b.And(b.Has(v, "emptyDir"), b.Has(dir, "sizeLimit"))), b.Or(b.Not(b.Has(v, "emptyDir")), inner))
+	}
+	b := New()
+	b.AssumeTypedPresence()
+	assert.Equal(t, `has(v.emptyDir) && !has(v.emptyDir.sizeLimit) && xs.exists(v, has(v.emptyDir))`, b.MustPrint(build(b)))
+	plain := New()
+	assert.Equal(t, `has(v.emptyDir) && !(has(v.emptyDir) && has(v.emptyDir.sizeLimit)) && (!has(v.emptyDir) || xs.exists(v, has(v.emptyDir)))`, plain.MustPrint(build(plain)))
+}

@@ -24,6 +24,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/cel/openapi/resolver"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -297,6 +298,62 @@ var validationRequired = map[reflect.Type][]string{
 	reflect.TypeOf(corev1.Container{}):                 {"image"},
 	reflect.TypeOf(corev1.EphemeralContainer{}):        {"image"},
 	reflect.TypeOf(corev1.ReplicationControllerSpec{}): {"template"},
+}
+
+// FormatDNSLabel is the format of a field the API server's validation
+// requires to be a DNS-1123 label.
+const FormatDNSLabel = "dns-label"
+
+// dnsLabels are the fields of built-in kinds whose values the API
+// server's validation requires to be DNS-1123 labels (ValidatePodSpec:
+// a container's name, a volume's, and a volume mount's, which must name
+// one of the pod's volumes).
+var dnsLabels = map[reflect.Type][]string{
+	reflect.TypeOf(corev1.Container{}):          {"name"},
+	reflect.TypeOf(corev1.EphemeralContainer{}): {"name"},
+	reflect.TypeOf(corev1.Volume{}):             {"name"},
+	reflect.TypeOf(corev1.VolumeMount{}):        {"name"},
+}
+
+// FieldFormat is what the API server's validation requires of the string
+// field name of an object node in every kind (FormatDNSLabel), or "".
+func (n Node) FieldFormat(name string) string {
+	if n.Shape() != Object || len(n.parts) == 0 {
+		return ""
+	}
+	for _, p := range n.parts {
+		t := p.goType
+		if t != nil && t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t == nil || !slices.Contains(dnsLabels[t], name) {
+			return ""
+		}
+	}
+	return FormatDNSLabel
+}
+
+// quantityType is the Go type of a resource quantity.
+var quantityType = reflect.TypeOf(resource.Quantity{})
+
+// Quantity says the node holds a resource.Quantity in every kind (a
+// built-in kind's field of that Go type): the API server parses it when it
+// decodes the object, so admission sees a string that is a quantity, in
+// its canonical form. A custom resource's field is never known to be one.
+func (n Node) Quantity() bool {
+	if len(n.parts) == 0 {
+		return false
+	}
+	for _, p := range n.parts {
+		t := p.goType
+		if t != nil && t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t != quantityType {
+			return false
+		}
+	}
+	return true
 }
 
 // Items is a list node's item schema.

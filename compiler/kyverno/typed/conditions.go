@@ -25,6 +25,11 @@ import (
 type Block struct {
 	Holds  celbuild.Expr
 	MayErr bool
+	// Known are the keyPaths under the foreach element that are present
+	// wherever Holds is true: a precondition that no missing value meets
+	// ({{ element.resources.requests.memory || '' }} NotEquals ""). The
+	// entry's deny conditions read them without a presence test.
+	Known []string
 }
 
 // Conditions translates an any/all block (Kyverno's
@@ -34,12 +39,17 @@ type Block struct {
 func (t *Translator) Conditions(c kyvernov1.AnyAllConditions, roots Roots) (Block, error) {
 	names := map[string]bool{}
 	var anyOut, allOut *Block
+	var known []string
 	if c.AnyConditions != nil {
 		out := Block{Holds: t.b.Bool(false)}
 		for i := len(c.AnyConditions) - 1; i >= 0; i-- {
 			e, mayErr, err := t.condition(c.AnyConditions[i], roots, names)
 			if err != nil {
 				return Block{}, fmt.Errorf("any[%d]: %w", i, err)
+			}
+			if len(c.AnyConditions) == 1 {
+				// Of several, any one may be the one that holds.
+				known = append(known, t.implied...)
 			}
 			if mayErr {
 				out = Block{Holds: t.b.Ternary(e, t.b.Bool(true), out.Holds), MayErr: true}
@@ -56,6 +66,7 @@ func (t *Translator) Conditions(c kyvernov1.AnyAllConditions, roots Roots) (Bloc
 			if err != nil {
 				return Block{}, fmt.Errorf("all[%d]: %w", i, err)
 			}
+			known = append(known, t.implied...)
 			switch {
 			case out == nil:
 				out = &Block{Holds: e, MayErr: mayErr}
@@ -67,22 +78,24 @@ func (t *Translator) Conditions(c kyvernov1.AnyAllConditions, roots Roots) (Bloc
 		}
 		allOut = out
 	}
+	var out Block
 	switch {
 	case anyOut == nil && allOut == nil:
-		return Block{Holds: t.b.Bool(true)}, nil
+		out = Block{Holds: t.b.Bool(true)}
 	case allOut == nil:
-		return *anyOut, nil
+		out = *anyOut
 	case anyOut == nil:
-		return *allOut, nil
+		out = *allOut
+	case !allOut.MayErr:
+		// Kyverno evaluates the all block whatever the any block gave.
+		out = Block{Holds: t.b.And(anyOut.Holds, allOut.Holds), MayErr: anyOut.MayErr}
+	case !anyOut.MayErr:
+		out = Block{Holds: t.b.And(allOut.Holds, anyOut.Holds), MayErr: true}
+	default:
+		out = Block{Holds: t.b.Ternary(anyOut.Holds, allOut.Holds, t.b.Ternary(allOut.Holds, t.b.Bool(false), t.b.Bool(false))), MayErr: true}
 	}
-	// Kyverno evaluates the all block whatever the any block gave.
-	if !allOut.MayErr {
-		return Block{Holds: t.b.And(anyOut.Holds, allOut.Holds), MayErr: anyOut.MayErr}, nil
-	}
-	if !anyOut.MayErr {
-		return Block{Holds: t.b.And(allOut.Holds, anyOut.Holds), MayErr: true}, nil
-	}
-	return Block{Holds: t.b.Ternary(anyOut.Holds, allOut.Holds, t.b.Ternary(allOut.Holds, t.b.Bool(false), t.b.Bool(false))), MayErr: true}, nil
+	out.Known = known
+	return out, nil
 }
 
 // wholeVariable is the query of a key that is exactly one {{ }} variable.
@@ -107,7 +120,7 @@ func hasVariable(v any) bool {
 // that reads Kyverno's images variable fails where the images do not
 // parse: ImagesParseVariable is true there or fails.
 func (t *Translator) condition(c kyvernov1.Condition, roots Roots, names map[string]bool) (celbuild.Expr, bool, error) {
-	t.readsImages = false
+	t.readsImages, t.implied = false, nil
 	e, mayErr, err := t.conditionOf(c, roots, names)
 	if err != nil || !t.ReadsImages() {
 		if err == nil && t.deferImages != nil {
@@ -241,6 +254,9 @@ func (t *Translator) constantValue(raw any, roots Roots, names map[string]bool) 
 func (t *Translator) valueCondition(c kyvernov1.Condition, roots Roots, names map[string]bool) (celbuild.Expr, bool, error) {
 	key, ok := c.GetKey().(string)
 	raw, isString := c.GetValue().(string)
+	if ok && hasVariable(key) && isString {
+		return t.variablesCondition(c, roots, names)
+	}
 	if !ok || hasVariable(key) || !isString {
 		return nil, false, notTyped("a value with {{ }} variables")
 	}
@@ -445,6 +461,12 @@ func (t *Translator) pathCondition(o operator, p *qpath) (celbuild.Expr, bool, e
 	absentHolds, err := evalBool(exact, "x", absent)
 	if err != nil {
 		return nil, false, notTyped("the operator on the default: %v", err)
+	}
+	if !absentHolds && p.elem {
+		// It holds only where the value, and every field on its way, is.
+		for i := range p.keys {
+			t.implied = append(t.implied, keyPath(p.keys[:i+1]...))
+		}
 	}
 	present := p.present(t.b)
 	onValue, err := t.apply(pred, value)
@@ -739,6 +761,42 @@ func (t *Translator) LeadingOperations(c kyvernov1.AnyAllConditions, ops []ir.Op
 		rest.AllConditions = list[n:]
 	}
 	return kept, rest, nil
+}
+
+// HoistOperations takes out of an all block (after LeadingOperations)
+// the conditions on request.operation that follow conditions that cannot
+// fail: Kyverno evaluates an all block in order up to the first condition
+// that does not hold, so where none before can fail, an operation test
+// decides the block wherever it sits. It narrows ops as LeadingOperations
+// does. The conditions before are translated over roots to learn whether
+// they may fail; where one may, or one does not translate, nothing after
+// it moves.
+func (t *Translator) HoistOperations(c kyvernov1.AnyAllConditions, ops []ir.Operation, roots Roots) ([]ir.Operation, kyvernov1.AnyAllConditions) {
+	if c.AnyConditions != nil || len(c.AllConditions) < 2 {
+		return ops, c
+	}
+	kept := ops
+	var rest []kyvernov1.Condition
+	for i, cond := range c.AllConditions {
+		holds, ok, err := t.operationCondition(cond)
+		if err == nil && ok {
+			kept = slices.DeleteFunc(slices.Clone(kept), func(op ir.Operation) bool { return !holds[op] })
+			continue
+		}
+		_, mayErr, err := t.condition(cond, roots, map[string]bool{})
+		if err != nil || mayErr {
+			// Everything from here keeps its place.
+			rest = append(rest, c.AllConditions[i:]...)
+			break
+		}
+		rest = append(rest, cond)
+	}
+	if len(rest) == len(c.AllConditions) {
+		return ops, c
+	}
+	out := c
+	out.AllConditions = rest
+	return kept, out
 }
 
 // operationCondition says whether a condition tests request.operation

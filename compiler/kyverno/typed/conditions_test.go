@@ -83,6 +83,19 @@ func TestConditionsReadAsWritten(t *testing.T) {
 	}, {
 		block: `{all: [{key: "{{ length(keys(request.object.spec.nodeSelector || ` + "`{}`" + `)) }}", operator: Equals, value: 0}]}`,
 		want:  ``,
+	}, {
+		// Two quantity fields compare as quantities; a missing one is
+		// its default, which Kyverno finds unequal to every quantity.
+		block: `{all: [{key: "{{ request.object.spec.overhead.memory || '' }}", operator: NotEquals, value: "{{ request.object.spec.overhead.cpu || '' }}"}]}`,
+		want:  `(has(object.spec.overhead) && has(object.spec.overhead.memory)) ? (!(has(object.spec.overhead) && has(object.spec.overhead.cpu)) || quantity(object.spec.overhead.memory).compareTo(quantity(object.spec.overhead.cpu)) != 0) : (has(object.spec.overhead) && has(object.spec.overhead.cpu))`,
+	}, {
+		block: `{all: [{key: "{{ request.object.spec.overhead.memory }}", operator: GreaterThanOrEquals, value: "{{ request.object.spec.overhead.cpu }}"}]}`,
+		want:  `quantity(object.spec.overhead.memory).compareTo(quantity(object.spec.overhead.cpu)) >= 0`,
+	}, {
+		// Two names are compared as Kyverno compares any text (durations,
+		// quantities, wildcards): not typed.
+		block: `{all: [{key: "{{ request.object.metadata.name }}", operator: Equals, value: "{{ request.object.metadata.namespace }}"}]}`,
+		want:  ``,
 	}} {
 		got, err := conditionsOf(t, c.block, c.vars...)
 		if c.want == "" {

@@ -1,6 +1,8 @@
 package typed
 
 import (
+	"strings"
+
 	"github.com/admitc/admitc/internal/celbuild"
 	"github.com/admitc/admitc/internal/kubeschema"
 )
@@ -75,9 +77,15 @@ func (t *Translator) ForEachList(text string, roots Roots) (*Loop, error) {
 // Element is the loop's element, the root of an entry's checks.
 func (l *Loop) Element() Root {
 	paths := l.elem.schemaPaths()
+	// What is known under the element, from the element.
 	var known []string
-	if len(l.elem.keys) == 0 {
-		known = l.elem.known
+	prefix := keyPath(l.elem.keys...)
+	for _, k := range l.elem.known {
+		if len(l.elem.keys) == 0 {
+			known = append(known, k)
+		} else if rest, ok := strings.CutPrefix(k, prefix+"\x00"); ok {
+			known = append(known, rest)
+		}
 	}
 	return Root{Expr: l.elem.expr(l.b), Node: l.elem.final(), Path: paths[0], Aliases: paths[1:], Known: known}
 }
@@ -114,12 +122,12 @@ func (l *Loop) over(pred celbuild.Expr, all bool) celbuild.Expr {
 	return body
 }
 
-// First is the first element for which pred holds (an error when none
-// does), in Kyverno's order; nil when the elements come from nested lists.
-func (l *Loop) First(pred celbuild.Expr) celbuild.Expr {
-	if len(l.gens) == 0 {
-		return l.elem.expr(l.b)
-	}
+// FirstMap is value (over Element) of the first element for which pred
+// holds (an error when none does), in Kyverno's order, written
+// list.filter(v, pred).map(v, value)[0]: the element is read once, by
+// name, however often value reads it. Nil when the elements come from
+// nested lists.
+func (l *Loop) FirstMap(pred, value celbuild.Expr) celbuild.Expr {
 	if len(l.gens) != 1 {
 		return nil
 	}
@@ -128,8 +136,7 @@ func (l *Loop) First(pred celbuild.Expr) celbuild.Expr {
 	if g.filter != nil {
 		keep = l.b.And(g.filter, pred)
 	}
-	first := l.b.Index(l.b.Filter(g.src, g.v, keep), l.b.Int(0))
-	return l.b.Substitute(l.Element().Expr, g.v, first)
+	return l.b.Index(l.b.Map(l.b.Filter(g.src, g.v, keep), g.v, value), l.b.Int(0))
 }
 
 // Uses says whether e reads the loop's element.

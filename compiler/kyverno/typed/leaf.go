@@ -87,7 +87,8 @@ func booleanPredicate(b *celbuild.Builder, pred, v string, value celbuild.Expr) 
 	return b.Bool(false), nil
 }
 
-// evalEnv evaluates predicates over the variable x at compile time, in
+// evalEnv evaluates predicates over the variable x (and y, for two
+// values) at compile time, in
 // the API server's base environment (quantity, isQuantity and the other
 // libraries they call).
 var evalEnv = sync.OnceValues(func() (*cel.Env, error) {
@@ -95,7 +96,7 @@ var evalEnv = sync.OnceValues(func() (*cel.Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	return base.Extend(cel.Variable("x", cel.DynType))
+	return base.Extend(cel.Variable("x", cel.DynType), cel.Variable("y", cel.DynType))
 })
 
 // evalBool evaluates the predicate pred over x with x holding value.

@@ -54,10 +54,16 @@ type Translator struct {
 	// deferImages, when set, counts the conditions that read the images
 	// instead of testing that they parse (ConditionsOnParsedImages).
 	deferImages *imagesDeferred
+	// implied are the keyPaths under the foreach element that the
+	// condition being translated holds only where present (Block.Known).
+	implied []string
 }
 
 // NewTranslator translates with builder b.
 func NewTranslator(b *celbuild.Builder) *Translator {
+	// What it reads is typed: the schema, or offline the shape check,
+	// vouches for every object a presence test reads.
+	b.AssumeTypedPresence()
 	return &Translator{b: b, reads: map[string]ir.SchemaRead{}}
 }
 
@@ -88,6 +94,17 @@ func (t *Translator) read(path, shape string, present bool) {
 func (t *Translator) readEnum(path string, enum []string) {
 	r := t.reads[path]
 	r.Enum = enum
+	t.reads[path] = r
+}
+
+// readFormat records that a translation assumed the string at path is of
+// format (ir.FormatQuantity).
+func (t *Translator) readFormat(path, format string) {
+	if _, ok := t.reads[path]; !ok {
+		t.read(path, kubeschema.String.String(), false)
+	}
+	r := t.reads[path]
+	r.Format = format
 	t.reads[path] = r
 }
 

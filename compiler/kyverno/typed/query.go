@@ -64,9 +64,14 @@ type Root struct {
 	// Aliases are its other schema paths (an element of concatenated
 	// lists is an element of each).
 	Aliases []string
-	// Known are its fields known to be present.
+	// Known are the fields under it known to be present, as keyPaths
+	// from it (a filter kept only the elements that have them; a foreach
+	// entry's preconditions hold only where they are).
 	Known []string
 }
+
+// keyPath is a path of keys from a root, as Root.Known holds it.
+func keyPath(keys ...string) string { return strings.Join(keys, "\x00") }
 
 type qkind int
 
@@ -105,9 +110,11 @@ type qpath struct {
 	// aliases are the root's other schema paths: an element of
 	// concatenated lists is an element of each.
 	aliases []string
-	// known are fields of the root known to be present (a filter kept
-	// only the elements that have them).
-	known  []string
+	// known are the keyPaths from the root known to be present (a filter
+	// kept only the elements that have them).
+	known []string
+	// elem says the root is the foreach element.
+	elem   bool
 	keys   []string
 	nodes  []kubeschema.Node
 	always []bool
@@ -266,9 +273,14 @@ func (p *qpath) mayErr() bool {
 	return false
 }
 
+// knows says the field key under the value is known to be present.
+func (p *qpath) knows(key string) bool {
+	return slices.Contains(p.known, keyPath(append(slices.Clone(p.keys), key)...))
+}
+
 func (p *qpath) with(key string, n kubeschema.Node, always bool) *qpath {
 	out := *p
-	out.plain, out.known = false, nil
+	out.plain = false
 	out.keys = append(append([]string(nil), p.keys...), key)
 	out.nodes = append(append([]kubeschema.Node(nil), p.nodes...), n)
 	out.always = append(append([]bool(nil), p.always...), always)
@@ -400,8 +412,10 @@ func (q *query) field(cur qval, key string, strict bool) (qval, error) {
 			if child.Shape() == kubeschema.Unknown {
 				return qval{}, q.refuse("the schema does not say what %s holds", rp)
 			}
-			always := n.AlwaysPresent(key) || len(p.keys) == 0 && slices.Contains(p.known, key)
-			out := p.with(key, child, always)
+			// Recorded as the schema says: a field known to be present
+			// where it is read is not present in every object.
+			always := n.AlwaysPresent(key)
+			out := p.with(key, child, always || p.knows(key))
 			out.strict = strict
 			enum := child.Enum()
 			if len(enum) > 0 && !slices.ContainsFunc(enum, func(v string) bool { return strings.ContainsAny(v, "*?") }) {
@@ -410,6 +424,13 @@ func (q *query) field(cur qval, key string, strict bool) (qval, error) {
 				enum = nil
 			}
 			q.read(p, key, child.Shape().String(), always, enum)
+			if n.FieldFormat(key) == kubeschema.FormatDNSLabel {
+				// A name the API server validates: never a wildcard.
+				out.plain = true
+				for _, base := range p.schemaPaths() {
+					q.t.readFormat(ir.SchemaPath(base, key), ir.FormatDNSLabel)
+				}
+			}
 			return qval{kind: qPath, path: out}, nil
 		case kubeschema.Map:
 			child := n.Values()
@@ -417,7 +438,7 @@ func (q *query) field(cur qval, key string, strict bool) (qval, error) {
 				return qval{}, q.refuse("the schema does not say what %s holds", rp)
 			}
 			q.read(p, key, child.Shape().String(), false, nil)
-			out := p.with(key, child, false)
+			out := p.with(key, child, p.knows(key))
 			out.strict = strict
 			return qval{kind: qPath, path: out}, nil
 		case kubeschema.Unknown, kubeschema.IntOrString:
@@ -443,7 +464,7 @@ func (q *query) rootField(pseudo, key string) (qval, error) {
 		return qval{kind: qPseudo, pseudo: "request"}, nil
 	case "$.element":
 		if e := q.roots.Element; e != nil {
-			return qval{kind: qPath, path: &qpath{root: e.Expr, node: e.Node, rp: e.Path, aliases: e.Aliases, known: e.Known, strict: true}}, nil
+			return qval{kind: qPath, path: &qpath{root: e.Expr, node: e.Node, rp: e.Path, aliases: e.Aliases, known: e.Known, strict: true, elem: true}}, nil
 		}
 	case "request.object":
 		if q.contextQuery {
@@ -519,7 +540,7 @@ func (q *query) projection(n gojmespath.ASTNode, cur qval) (qval, error) {
 		if e := list.elem; cond.kind == qPath && e.kind == qPath && len(cond.path.keys) == len(e.path.keys)+1 && q.b.Same(cond.path.root, e.path.root) {
 			// [?field] keeps the elements that have the field.
 			known := *e.path
-			known.known = append(slices.Clone(known.known), cond.path.keys[len(cond.path.keys)-1])
+			known.known = append(slices.Clone(known.known), keyPath(cond.path.keys...))
 			list.elem = qval{kind: qPath, path: &known}
 		}
 	}

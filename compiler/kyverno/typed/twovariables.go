@@ -1,0 +1,333 @@
+package typed
+
+import (
+	"strings"
+
+	kyvernov1 "github.com/kyverno/kyverno/api/kyverno/v1"
+
+	"github.com/admitc/admitc/compiler/kyverno/conditions"
+	"github.com/admitc/admitc/internal/celbuild"
+	"github.com/admitc/admitc/internal/kubeschema"
+	"github.com/admitc/admitc/ir"
+)
+
+// A condition between two fields that the schema says are resource
+// quantities, such as the published "memory requests equal limits" rule
+//
+//	key: "{{ element.resources.requests.memory }}"
+//	operator: NotEquals
+//	value: "{{ element.resources.limits.memory || '' }}"
+//
+// is written as a person writes it:
+//
+//	quantity(c.resources.requests.memory).compareTo(quantity(c.resources.limits.memory)) != 0
+//
+// Kyverno's operators try durations first, then quantities, then text;
+// on two quantities (the API server parses them when it decodes the
+// object, and offline the runtime's shape check sends an object whose
+// field does not parse to the exact form: ir.FormatQuantity) that is the
+// comparison of the quantities, which agreePairs checks against the exact
+// operator on pairs of quantities. Where a field is missing, Kyverno
+// compares its default (or null): the exact operator decides that side
+// the same way for every quantity on the other, or the condition keeps
+// its exact form.
+
+// quantityProbes are quantities the comparison is checked on: units,
+// exponents, milli values that are durations too, equal values written
+// differently.
+var quantityProbes = []any{"0", "1", "2", "-1", "0.5", "1.5", "1m", "5m", "60m", "100m", "500m", "1n", "100u",
+	"1k", "1000", "1e3", "1Ki", "1024", "1G", "1000M", "1Gi", "1024Mi", "1536Mi", "1.5Gi", "128974848", "129e6", "2Gi"}
+
+// comparisons are the operators between two quantities, as CEL's.
+var comparisons = map[string]string{"equal": "==", "equals": "==", "notequal": "!=", "notequals": "!=",
+	"greaterthan": ">", "greaterthanorequals": ">=", "lessthan": "<", "lessthanorequals": "<="}
+
+// variablesCondition is a condition whose key and value are each one {{ }}
+// variable: two quantity fields compared, or two lists of names.
+func (t *Translator) variablesCondition(c kyvernov1.Condition, roots Roots, names map[string]bool) (celbuild.Expr, bool, error) {
+	switch strings.ToLower(string(c.Operator)) {
+	case "anyin", "allin", "anynotin", "allnotin":
+		return t.listsCondition(c, roots, names)
+	}
+	return t.quantitiesCondition(c, roots, names)
+}
+
+func (t *Translator) quantitiesCondition(c kyvernov1.Condition, roots Roots, names map[string]bool) (celbuild.Expr, bool, error) {
+	op := strings.ToLower(string(c.Operator))
+	cmp, ok := comparisons[op]
+	if !ok {
+		return nil, false, notTyped("the %s operator between two {{ }} variables", c.Operator)
+	}
+	var paths [2]*qpath
+	for i, raw := range []string{c.GetKey().(string), c.GetValue().(string)} {
+		q, ok := wholeVariable(ElementName(raw, roots))
+		if !ok {
+			return nil, false, notTyped("a value with {{ }} variables that is not one variable")
+		}
+		v, err := t.query(q, roots, names)
+		if err != nil {
+			return nil, false, err
+		}
+		if v.kind != qPath || v.path.shape() != kubeschema.String || !v.path.final().Quantity() {
+			return nil, false, notTyped("a comparison of two {{ }} variables that are not both quantity fields")
+		}
+		paths[i] = v.path
+	}
+	exact, err := conditions.Operator(op, "x", "y", "{{ x }}", "{{ y }}")
+	if err != nil {
+		return nil, false, notTyped("%v", err)
+	}
+	pred := "quantity(x).compareTo(quantity(y)) " + cmp + " 0"
+	ex, err := pairProgram(exact)
+	if err != nil {
+		return nil, false, notTyped("the exact operator: %v", err)
+	}
+	ty, err := pairProgram(pred)
+	if err != nil {
+		return nil, false, notTyped("the typed comparison %s: %v", pred, err)
+	}
+	for _, x := range quantityProbes {
+		for _, y := range quantityProbes {
+			want, err := ex(x, y)
+			if err != nil {
+				continue
+			}
+			if got, err := ty(x, y); err != nil || got != want {
+				return nil, false, notTyped("%s decides %v and %v as %v, Kyverno as %v", pred, x, y, got, want)
+			}
+		}
+	}
+	// absent is what Kyverno compares where a field is missing.
+	absent := func(p *qpath) any {
+		if p.hasDflt {
+			return p.dflt
+		}
+		return nil
+	}
+	// constant is the exact operator with x and y, each a value or
+	// quantity probes ([]any), the same on every probe.
+	constant := func(xs, ys []any) (celbuild.Expr, error) {
+		var first *bool
+		for _, x := range xs {
+			for _, y := range ys {
+				got, err := ex(x, y)
+				if err != nil || first != nil && got != *first {
+					return nil, notTyped("the %s operator between a missing field and a quantity", c.Operator)
+				}
+				first = &got
+			}
+		}
+		return t.b.Bool(*first), nil
+	}
+	e, err := t.b.Parse(pred)
+	if err != nil {
+		return nil, false, notTyped("%v", err)
+	}
+	both := t.b.Substitute(t.b.Substitute(e, "x", paths[0].expr(t.b)), "y", paths[1].expr(t.b))
+	present := func(p *qpath) celbuild.Expr {
+		if p.strict {
+			// Kyverno fails where it is missing, and so does the read.
+			return nil
+		}
+		return p.present(t.b)
+	}
+	kp, vp := present(paths[0]), present(paths[1])
+	onKey := both
+	if vp != nil {
+		noValue, err := constant(quantityProbes, []any{absent(paths[1])})
+		if err != nil {
+			return nil, false, err
+		}
+		onKey = t.b.Cond(vp, both, noValue)
+	}
+	out := onKey
+	if kp != nil {
+		onNoKey, err := constant([]any{absent(paths[0])}, quantityProbes)
+		if err != nil {
+			return nil, false, err
+		}
+		if vp != nil {
+			neither, err := constant([]any{absent(paths[0])}, []any{absent(paths[1])})
+			if err != nil {
+				return nil, false, err
+			}
+			onNoKey = t.b.Cond(vp, onNoKey, neither)
+		}
+		out = t.b.Cond(kp, onKey, onNoKey)
+	}
+	for _, p := range paths {
+		for _, sp := range p.schemaPaths() {
+			t.readFormat(sp, ir.FormatQuantity)
+		}
+	}
+	return out, paths[0].mayErr() || paths[1].mayErr(), nil
+}
+
+// pairProgram is the predicate pred over x and y, evaluated unchecked (the
+// values are dynamic).
+func pairProgram(pred string) (func(x, y any) (bool, error), error) {
+	env, err := evalEnv()
+	if err != nil {
+		return nil, err
+	}
+	a, iss := env.Parse(pred)
+	if iss.Err() != nil {
+		return nil, iss.Err()
+	}
+	p, err := env.Program(a)
+	if err != nil {
+		return nil, err
+	}
+	return func(x, y any) (bool, error) {
+		out, _, err := p.Eval(map[string]any{"x": x, "y": y})
+		if err != nil {
+			return false, err
+		}
+		b, ok := out.Value().(bool)
+		if !ok {
+			return false, notTyped("%s is not a boolean", pred)
+		}
+		return b, nil
+	}, nil
+}
+
+// An In operator between two lists of names, such as
+//
+//	key: "{{ element.volumeMounts[].name || `[]` }}"
+//	operator: AnyIn
+//	value: "{{ emptydirnames }}"   # request.object.spec.volumes[?emptyDir].name
+//
+// asks whether some (every, none) key is one of the values. Kyverno
+// matches each pair as wildcard patterns both ways; names that can hold
+// no wildcard (an enum's values, or names the API server validates as
+// DNS labels: ir.FormatDNSLabel) match only as themselves:
+//
+//	container.?volumeMounts.orValue([]).exists(volumeMount,
+//	  object.spec.?volumes.orValue([]).exists(volume, <filter> && volumeMount.name == volume.name))
+//
+// checked against the exact operator on pairs of lists of names
+// (listsAgree), where a list that is null as a whole must be decided as
+// the empty list.
+
+// nameProbes are the names the lists of the probes hold.
+var nameProbes = []any{"a", "b", "data", "1"}
+
+// listsCondition is an In operator between two lists of plain strings.
+func (t *Translator) listsCondition(c kyvernov1.Condition, roots Roots, names map[string]bool) (celbuild.Expr, bool, error) {
+	op := strings.ToLower(string(c.Operator))
+	type side struct {
+		list           *qlist
+		optSrc         celbuild.Expr
+		value, present celbuild.Expr
+	}
+	var sides [2]side
+	for i, raw := range []string{c.GetKey().(string), c.GetValue().(string)} {
+		q, ok := wholeVariable(ElementName(raw, roots))
+		if !ok {
+			return nil, false, notTyped("a value with {{ }} variables that is not one variable")
+		}
+		v, err := t.query(q, roots, names)
+		if err != nil {
+			return nil, false, err
+		}
+		list, optSrc, err := t.listOf(v, names)
+		if err != nil {
+			return nil, false, err
+		}
+		s := side{list: list, optSrc: optSrc}
+		switch e := list.elem; {
+		case e.kind == qPath && e.path.shape() == kubeschema.String && e.path.plain:
+			s.value, s.present = e.path.expr(t.b), e.path.present(t.b)
+		case e.kind == qScalar && e.scalar.shape == kubeschema.String && e.scalar.plain && !e.scalar.mayErr:
+			s.value = e.scalar.expr
+		default:
+			return nil, false, notTyped("the %s operator between two {{ }} variables that are not lists of names", c.Operator)
+		}
+		sides[i] = s
+	}
+	for _, g := range sides[0].list.gens {
+		for _, h := range sides[1].list.gens {
+			if g.v == h.v {
+				return nil, false, notTyped("two lists iterated with one variable name")
+			}
+		}
+	}
+	exact, err := conditions.Operator(op, "x", "y", "{{ x }}", "{{ y }}")
+	if err != nil {
+		return nil, false, notTyped("%v", err)
+	}
+	hit := "y.exists(b, a == b)"
+	pred := map[string]string{"anyin": "x.exists(a, " + hit + ")", "allin": "x.all(a, " + hit + ")",
+		"anynotin": "x.exists(a, !" + hit + ")", "allnotin": "x.all(a, !" + hit + ")"}[op]
+	if err := listsAgree(exact, pred, sides[0].list.null != nil && sides[0].optSrc == nil, sides[1].list.null != nil && sides[1].optSrc == nil); err != nil {
+		return nil, false, err
+	}
+	key, val := sides[0], sides[1]
+	found := t.b.Eq(key.value, val.value)
+	if val.present != nil {
+		found = t.b.And(val.present, found)
+	}
+	found = val.list.exists(t.b, found, val.optSrc)
+	some := func(body celbuild.Expr) celbuild.Expr {
+		if key.present != nil {
+			body = t.b.And(key.present, body)
+		}
+		return key.list.exists(t.b, body, key.optSrc)
+	}
+	var out celbuild.Expr
+	switch op {
+	case "anyin":
+		out = some(found)
+	case "allin":
+		out = t.b.Not(some(t.b.Not(found)))
+	case "anynotin":
+		out = some(t.b.Not(found))
+	default:
+		out = t.b.Not(some(found))
+	}
+	return out, false, nil
+}
+
+// listsAgree checks pred against the exact operator over the lists x and
+// y on lists of probe names (empty, one, two); a side that may be null
+// as a whole (xNull, yNull) is decided by the translation as the empty
+// list, so the exact operator must decide null as it decides [].
+func listsAgree(exact, pred string, xNull, yNull bool) error {
+	ex, err := pairProgram(exact)
+	if err != nil {
+		return notTyped("the exact operator: %v", err)
+	}
+	ty, err := pairProgram(pred)
+	if err != nil {
+		return notTyped("the typed operator %s: %v", pred, err)
+	}
+	lists := []any{[]any{}}
+	for _, a := range nameProbes {
+		lists = append(lists, []any{a})
+		for _, b := range nameProbes {
+			lists = append(lists, []any{a, b})
+		}
+	}
+	for _, x := range lists {
+		for _, y := range lists {
+			want, err := ex(x, y)
+			if err != nil {
+				return notTyped("the exact operator fails on %v and %v: %v", x, y, err)
+			}
+			if got, err := ty(x, y); err != nil || got != want {
+				return notTyped("%s decides %v and %v as %v, Kyverno as %v", pred, x, y, got, want)
+			}
+			if xNull && len(x.([]any)) == 0 {
+				if n, err := ex(nil, y); err != nil || n != want {
+					return notTyped("Kyverno decides a null key otherwise than an empty one")
+				}
+			}
+			if yNull && len(y.([]any)) == 0 {
+				if n, err := ex(x, nil); err != nil || n != want {
+					return notTyped("Kyverno decides a null value otherwise than an empty one")
+				}
+			}
+		}
+	}
+	return nil
+}
