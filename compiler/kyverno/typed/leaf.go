@@ -104,15 +104,7 @@ func evalBool(pred, v string, value any) (bool, error) {
 	if v != "x" {
 		return false, fmt.Errorf("predicates are evaluated over x, not %s", v)
 	}
-	env, err := evalEnv()
-	if err != nil {
-		return false, err
-	}
-	a, iss := env.Compile(pred)
-	if iss.Err() != nil {
-		return false, iss.Err()
-	}
-	prg, err := env.Program(a)
+	prg, err := evalProgram(pred)
 	if err != nil {
 		return false, err
 	}
@@ -125,6 +117,35 @@ func evalBool(pred, v string, value any) (bool, error) {
 		return false, fmt.Errorf("predicate %s is not a boolean", pred)
 	}
 	return bv, nil
+}
+
+// programs are the predicates compiled so far, by their text: a
+// translation evaluates one exact predicate on many probe values, and
+// checking it is most of the cost.
+var programs sync.Map
+
+type compiled struct {
+	prg cel.Program
+	err error
+}
+
+// evalProgram is pred compiled (checked) in evalEnv, once per text.
+func evalProgram(pred string) (cel.Program, error) {
+	if c, ok := programs.Load(pred); ok {
+		return c.(compiled).prg, c.(compiled).err
+	}
+	env, err := evalEnv()
+	if err != nil {
+		return nil, err
+	}
+	var c compiled
+	if a, iss := env.Compile(pred); iss.Err() != nil {
+		c.err = iss.Err()
+	} else {
+		c.prg, c.err = env.Program(a)
+	}
+	programs.Store(pred, c)
+	return c.prg, c.err
 }
 
 func (s *specializer) expr(e ast.Expr) (celbuild.Expr, error) {

@@ -1,7 +1,9 @@
 package typed
 
 import (
+	"fmt"
 	"strings"
+	"sync"
 
 	kyvernov1 "github.com/kyverno/kyverno/api/kyverno/v1"
 
@@ -86,16 +88,8 @@ func (t *Translator) quantitiesCondition(c kyvernov1.Condition, roots Roots, nam
 	if err != nil {
 		return nil, false, notTyped("the typed comparison %s: %v", pred, err)
 	}
-	for _, x := range quantityProbes {
-		for _, y := range quantityProbes {
-			want, err := ex(x, y)
-			if err != nil {
-				continue
-			}
-			if got, err := ty(x, y); err != nil || got != want {
-				return nil, false, notTyped("%s decides %v and %v as %v, Kyverno as %v", pred, x, y, got, want)
-			}
-		}
+	if err := quantitiesAgree(exact, pred, ex, ty); err != nil {
+		return nil, false, err
 	}
 	// absent is what Kyverno compares where a field is missing.
 	absent := func(p *qpath) any {
@@ -161,6 +155,31 @@ func (t *Translator) quantitiesCondition(c kyvernov1.Condition, roots Roots, nam
 		}
 	}
 	return out, paths[0].mayErr() || paths[1].mayErr(), nil
+}
+
+// quantitiesAgree checks the typed comparison ty (pred) against the exact
+// operator ex (exact) on pairs of quantities, once per pair of texts.
+func quantitiesAgree(exact, pred string, ex, ty func(x, y any) (bool, error)) error {
+	key := exact + "\x00" + pred
+	if err, ok := agreed.Load(key); ok {
+		return err.(agreement).err
+	}
+	var out error
+probes:
+	for _, x := range quantityProbes {
+		for _, y := range quantityProbes {
+			want, err := ex(x, y)
+			if err != nil {
+				continue
+			}
+			if got, err := ty(x, y); err != nil || got != want {
+				out = notTyped("%s decides %v and %v as %v, Kyverno as %v", pred, x, y, got, want)
+				break probes
+			}
+		}
+	}
+	agreed.Store(key, agreement{out})
+	return out
 }
 
 // pairProgram is the predicate pred over x and y, evaluated unchecked (the
@@ -293,6 +312,22 @@ func (t *Translator) listsCondition(c kyvernov1.Condition, roots Roots, names ma
 // as a whole (xNull, yNull) is decided by the translation as the empty
 // list, so the exact operator must decide null as it decides [].
 func listsAgree(exact, pred string, xNull, yNull bool) error {
+	key := fmt.Sprint(exact, "\x00", pred, "\x00", xNull, yNull)
+	if err, ok := agreed.Load(key); ok {
+		return err.(agreement).err
+	}
+	err := listsAgreeOnProbes(exact, pred, xNull, yNull)
+	agreed.Store(key, agreement{err})
+	return err
+}
+
+// agreed are the checks of typed operators against exact ones made so
+// far, by their texts: a policy's autogen rules ask the same again.
+var agreed sync.Map
+
+type agreement struct{ err error }
+
+func listsAgreeOnProbes(exact, pred string, xNull, yNull bool) error {
 	ex, err := pairProgram(exact)
 	if err != nil {
 		return notTyped("the exact operator: %v", err)
