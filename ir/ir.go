@@ -321,7 +321,8 @@ type SchemaRead struct {
 	// duplicates (two containers of a pod with one name).
 	UniqueKey string `json:"uniqueKey,omitempty"`
 	// Format, when set, is what the API server makes sure of the string
-	// before admission: FormatQuantity or FormatDNSLabel.
+	// before admission: FormatQuantity, FormatDNSLabel or
+	// FormatLabelValue.
 	Format string `json:"format,omitempty"`
 }
 
@@ -333,6 +334,9 @@ const (
 	// FormatDNSLabel is a DNS-1123 label, as the API server's validation
 	// requires of a container's, a volume's and a volume mount's name.
 	FormatDNSLabel = "dns-label"
+	// FormatLabelValue is a label's value: at most 63 ASCII letters,
+	// digits, '-', '_' and '.', as the API server's validation requires.
+	FormatLabelValue = "label-value"
 )
 
 // SchemaPath is the path of key under path in a SchemaRead: path.key, or

@@ -111,7 +111,8 @@ func (n *shapeNode) fits(v any) bool {
 
 // hasFormat says whether v is a string of format, as the API server
 // makes sure before admission: a quantity parses (a number is one too,
-// but admission sees it as a string), a label is a DNS-1123 label.
+// but admission sees it as a string), a DNS label is one, a label's
+// value is one.
 func hasFormat(v any, format string) bool {
 	s, ok := v.(string)
 	if !ok {
@@ -123,6 +124,8 @@ func hasFormat(v any, format string) bool {
 		return err == nil
 	case ir.FormatDNSLabel:
 		return len(validation.IsDNS1123Label(s)) == 0
+	case ir.FormatLabelValue:
+		return len(validation.IsValidLabelValue(s)) == 0
 	}
 	return false
 }

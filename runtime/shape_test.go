@@ -59,6 +59,12 @@ func TestShapeCheckFormat(t *testing.T) {
 	assert.True(t, labels.root.fits(map[string]any{"name": "cache-1"}))
 	assert.False(t, labels.root.fits(map[string]any{"name": "Cache"}), "not a DNS label")
 	assert.False(t, labels.root.fits(map[string]any{"name": "cache*"}), "a wildcard is no label")
+
+	values, err := newShapeCheck([]ir.SchemaRead{{Path: "labels", Shape: "map"}, {Path: "labels.team", Shape: "string", Format: ir.FormatLabelValue}})
+	require.NoError(t, err)
+	assert.True(t, values.root.fits(map[string]any{"labels": map[string]any{"team": "Team-7"}}))
+	assert.True(t, values.root.fits(map[string]any{"labels": map[string]any{"team": ""}}), "an empty value is one")
+	assert.False(t, values.root.fits(map[string]any{"labels": map[string]any{"team": "équipe"}}), "not ASCII")
 }
 
 // A typed policy is matched before its form is chosen: a Pod never fits

@@ -283,6 +283,13 @@ func (b *Builder) existsOfSize(fn string, x, y Expr) (Expr, bool) {
 	default:
 		return nil, false
 	}
+	if cs, ok := b.counted(x); ok {
+		// (c1 ? 1 : 0) + (c2 ? 1 : 0) > 0 is c1 || c2.
+		if nonEmpty {
+			return b.Or(cs...), true
+		}
+		return b.Not(b.Or(cs...)), true
+	}
 	if x.Kind() != ast.CallKind || x.AsCall().FunctionName() != "size" {
 		return nil, false
 	}
@@ -310,6 +317,43 @@ func (b *Builder) existsOfSize(fn string, x, y Expr) (Expr, bool) {
 		return exists, true
 	}
 	return b.Not(exists), true
+}
+
+// Count is the number of the conditions cs that hold: (c1 ? 1 : 0) +
+// (c2 ? 1 : 0) ..., which compared with 0 or 1 is written as whether
+// one holds (existsOfSize).
+func (b *Builder) Count(cs ...Expr) Expr {
+	out := b.Int(0)
+	for i, c := range cs {
+		t := b.fac.NewCall(b.id(), operators.Conditional, c, b.Int(1), b.Int(0))
+		if i == 0 {
+			out = t
+			continue
+		}
+		out = b.fac.NewCall(b.id(), operators.Add, out, t)
+	}
+	return out
+}
+
+// counted are the conditions of a Count.
+func (b *Builder) counted(x Expr) ([]Expr, bool) {
+	if c, t, f, ok := b.AsTernary(x); ok {
+		one, okOne := intLit(t)
+		zero, okZero := intLit(f)
+		if okOne && okZero && one == 1 && zero == 0 {
+			return []Expr{c}, true
+		}
+		return nil, false
+	}
+	if x.Kind() != ast.CallKind || x.AsCall().FunctionName() != operators.Add || len(x.AsCall().Args()) != 2 {
+		return nil, false
+	}
+	l, okL := b.counted(x.AsCall().Args()[0])
+	r, okR := b.counted(x.AsCall().Args()[1])
+	if !okL || !okR {
+		return nil, false
+	}
+	return append(l, r...), true
 }
 
 func intLit(e Expr) (int64, bool) {

@@ -93,3 +93,14 @@ func TestPresenceTestsHoldInLaterOperands(t *testing.T) {
 	plain := New()
 	assert.Equal(t, `has(v.emptyDir) && !(has(v.emptyDir) && has(v.emptyDir.sizeLimit)) && (!has(v.emptyDir) || xs.exists(v, has(v.emptyDir)))`, plain.MustPrint(build(plain)))
 }
+
+// A count of conditions compared with 0 or 1 is whether one holds.
+func TestCountComparedWithZero(t *testing.T) {
+	b := New()
+	sel := b.Select(b.Ident("object"), "podSelector")
+	n := func() Expr { return b.Count(b.Has(sel, "matchLabels"), b.Has(sel, "matchExpressions")) }
+	assert.Equal(t, `(has(object.podSelector.matchLabels) ? 1 : 0) + (has(object.podSelector.matchExpressions) ? 1 : 0)`, b.MustPrint(n()))
+	assert.Equal(t, `!(has(object.podSelector.matchLabels) || has(object.podSelector.matchExpressions))`, b.MustPrint(b.Eq(n(), b.Int(0))))
+	assert.Equal(t, `has(object.podSelector.matchLabels) || has(object.podSelector.matchExpressions)`, b.MustPrint(b.Compare(">", n(), b.Int(0))))
+	assert.Equal(t, `(has(object.podSelector.matchLabels) ? 1 : 0) + (has(object.podSelector.matchExpressions) ? 1 : 0) > 1`, b.MustPrint(b.Compare(">", n(), b.Int(1))))
+}

@@ -25,6 +25,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/cel/openapi/resolver"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -313,6 +314,35 @@ var dnsLabels = map[reflect.Type][]string{
 	reflect.TypeOf(corev1.EphemeralContainer{}): {"name"},
 	reflect.TypeOf(corev1.Volume{}):             {"name"},
 	reflect.TypeOf(corev1.VolumeMount{}):        {"name"},
+}
+
+// FormatLabelValue is the format of a label's value, as the API server's
+// validation requires it (ASCII letters, digits, '-', '_' and '.').
+const FormatLabelValue = "label-value"
+
+// labelMaps are the maps of built-in kinds whose values the API server
+// validates as label values (ValidateLabels).
+var labelMaps = map[reflect.Type][]string{
+	reflect.TypeOf(metav1.ObjectMeta{}): {"labels"},
+}
+
+// ValuesFormat is what the API server's validation requires of the
+// values of the map field name of an object node in every kind
+// (FormatLabelValue), or "".
+func (n Node) ValuesFormat(name string) string {
+	if n.Shape() != Object || len(n.parts) == 0 {
+		return ""
+	}
+	for _, p := range n.parts {
+		t := p.goType
+		if t != nil && t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t == nil || !slices.Contains(labelMaps[t], name) {
+			return ""
+		}
+	}
+	return FormatLabelValue
 }
 
 // FieldFormat is what the API server's validation requires of the string

@@ -48,6 +48,8 @@ func TestBuiltinPod(t *testing.T) {
 	assert.Equal(t, FormatDNSLabel, mounts.Items().FieldFormat("name"))
 	podMeta, _ := pod.Field("metadata")
 	assert.Equal(t, "", podMeta.FieldFormat("name"), "an object's name is a subdomain, not a label")
+	assert.Equal(t, FormatLabelValue, podMeta.ValuesFormat("labels"))
+	assert.Equal(t, "", podMeta.ValuesFormat("annotations"), "an annotation is any text")
 	emptyDir, _ := spec.Field("volumes")
 	ed, _ := emptyDir.Items().Field("emptyDir")
 	sizeLimit, _ := ed.Field("sizeLimit")

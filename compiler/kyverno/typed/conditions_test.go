@@ -46,11 +46,24 @@ func TestConditionsReadAsWritten(t *testing.T) {
 		vars:  []conditions.Variable{approver, elevated},
 		want:  `object.spec.containers.exists(container, container.?securityContext.?privileged.orValue(false)) && !object.metadata.?annotations[?"example.com/approver"].orValue("").matches("^TEAM-[0-9]+$")`,
 	}, {
-		block: `{any: [{key: "{{ request.object.metadata.labels.team }}", operator: AnyNotIn, value: "{{ teams }}"}]}`,
+		block: `{any: [{key: "{{ request.object.metadata.annotations.team }}", operator: AnyNotIn, value: "{{ teams }}"}]}`,
 		vars:  []conditions.Variable{teams},
 		// A key may be a wildcard pattern too (Kyverno matches it against
 		// each value), unless it cannot hold one.
-		want: `!(object.metadata.labels.team in ["payments", "search"] || object.metadata.labels.team.matches("^[*?acehmnprsty]*$") && ["payments", "search"].exists(v, v.matches("(?s)^" + object.metadata.labels.team.replace("*", ".*").replace("?", ".") + "$")))`,
+		want: `!(object.metadata.annotations.team in ["payments", "search"] || object.metadata.annotations.team.matches("^[*?acehmnprsty]*$") && ["payments", "search"].exists(v, v.matches("(?s)^" + object.metadata.annotations.team.replace("*", ".*").replace("?", ".") + "$")))`,
+	}, {
+		// A label's value cannot: the API server keeps it to letters,
+		// digits, '-', '_' and '.'.
+		block: `{any: [{key: "{{ request.object.metadata.labels.team }}", operator: AnyNotIn, value: "{{ teams }}"}]}`,
+		vars:  []conditions.Variable{teams},
+		want:  `!(object.metadata.labels.team in ["payments", "search"])`,
+	}, {
+		// to_upper is Unicode's, upperAscii ASCII's: alike on a label.
+		block: `{any: [{key: "{{ regex_match('^TEAM-[0-9]+$', to_upper(request.object.metadata.labels.team || '')) }}", operator: Equals, value: false}]}`,
+		want:  `!object.metadata.?labels.?team.orValue("").upperAscii().matches("^TEAM-[0-9]+$")`,
+	}, {
+		block: `{any: [{key: "{{ to_lower(request.object.metadata.annotations.team || '') }}", operator: Equals, value: "x"}]}`,
+		want:  ``,
 	}, {
 		block: `{any: [{key: "{{ names }}", operator: GreaterThan, value: 4}]}`,
 		vars:  []conditions.Variable{names},

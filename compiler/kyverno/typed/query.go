@@ -126,6 +126,16 @@ type qpath struct {
 	// plain says the value never holds a wildcard character: its schema
 	// lists the values it may hold, none with one.
 	plain bool
+	// ascii says the value holds only ASCII characters (a label's value).
+	ascii bool
+}
+
+// parent is the node of the value the last key was read from.
+func (p *qpath) parent() kubeschema.Node {
+	if len(p.nodes) < 2 {
+		return p.node
+	}
+	return p.nodes[len(p.nodes)-2]
 }
 
 // qscalar is a computed value: never null.
@@ -280,7 +290,7 @@ func (p *qpath) knows(key string) bool {
 
 func (p *qpath) with(key string, n kubeschema.Node, always bool) *qpath {
 	out := *p
-	out.plain = false
+	out.plain, out.ascii = false, false
 	out.keys = append(append([]string(nil), p.keys...), key)
 	out.nodes = append(append([]kubeschema.Node(nil), p.nodes...), n)
 	out.always = append(append([]bool(nil), p.always...), always)
@@ -439,6 +449,13 @@ func (q *query) field(cur qval, key string, strict bool) (qval, error) {
 			}
 			q.read(p, key, child.Shape().String(), false, nil)
 			out := p.with(key, child, p.knows(key))
+			if len(p.keys) > 0 && p.parent().ValuesFormat(p.keys[len(p.keys)-1]) == kubeschema.FormatLabelValue {
+				// A label's value: ASCII, never a wildcard.
+				out.plain, out.ascii = true, true
+				for _, base := range p.schemaPaths() {
+					q.t.readFormat(ir.SchemaPath(base, key), ir.FormatLabelValue)
+				}
+			}
 			out.strict = strict
 			return qval{kind: qPath, path: out}, nil
 		case kubeschema.Unknown, kubeschema.IntOrString:
@@ -862,6 +879,20 @@ func (q *query) truthy(v qval) (celbuild.Expr, error) {
 	return nil, q.refuse("a filter condition the typed translation does not take")
 }
 
+// isASCII says v is a string of ASCII characters.
+func isASCII(v any) bool {
+	s, ok := v.(string)
+	if !ok {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
 // function is the functions the typed translation takes: length of a
 // value that is never null, and contains(keys(@), 'k') in a filter.
 func (q *query) function(n gojmespath.ASTNode, cur qval) (qval, error) {
@@ -873,16 +904,51 @@ func (q *query) function(n gojmespath.ASTNode, cur qval) (qval, error) {
 		if err != nil {
 			return qval{}, err
 		}
-		if arg.kind != qPath || arg.path.hasDflt || arg.path.present(q.b) != nil || arg.path.shape() != kubeschema.Map {
-			return qval{}, q.refuse("length(keys()) of a value that is not a map that is always there")
+		if arg.kind != qPath || arg.path.hasDflt || arg.path.present(q.b) != nil {
+			return qval{}, q.refuse("length(keys()) of a value that is not always there")
 		}
-		return qval{kind: qScalar, scalar: &qscalar{expr: q.b.Size(arg.path.expr(q.b)), shape: kubeschema.Integer}}, nil
+		switch p := arg.path; p.shape() {
+		case kubeschema.Map:
+			return qval{kind: qScalar, scalar: &qscalar{expr: q.b.Size(p.expr(q.b)), shape: kubeschema.Integer}}, nil
+		case kubeschema.Object:
+			// An object's keys are the fields it has: how many of its
+			// schema's fields are there (the API server writes none it
+			// does not name).
+			fields, ok := p.final().Fields()
+			if !ok {
+				return qval{}, q.refuse("length(keys()) of an object whose schema does not name its fields")
+			}
+			var has []celbuild.Expr
+			for _, f := range fields {
+				child, _ := p.final().Field(f)
+				q.read(p, f, child.Shape().String(), false, nil)
+				has = append(has, q.b.Has(p.expr(q.b), f))
+			}
+			return qval{kind: qScalar, scalar: &qscalar{expr: q.b.Count(has...), shape: kubeschema.Integer}}, nil
+		}
+		return qval{}, q.refuse("length(keys()) of a value that is not a map or an object")
 	case name == "to_string" && len(n.Children) == 1:
 		arg, err := q.node(n.Children[0], cur, false)
 		if err != nil {
 			return qval{}, err
 		}
 		return q.toString(arg)
+	case (name == "to_upper" || name == "to_lower") && len(n.Children) == 1:
+		// Kyverno's are Unicode's; CEL's are ASCII's: the same on a
+		// value the API server keeps ASCII (a label's).
+		arg, err := q.node(n.Children[0], cur, false)
+		if err != nil {
+			return qval{}, err
+		}
+		if arg.kind != qPath || !arg.path.ascii || arg.path.hasDflt && !isASCII(arg.path.dflt) {
+			return qval{}, q.refuse("%s() of a value that may hold letters other than ASCII", name)
+		}
+		s, mayErr, err := q.stringArg(arg)
+		if err != nil {
+			return qval{}, err
+		}
+		fn := map[string]string{"to_upper": "upperAscii", "to_lower": "lowerAscii"}[name]
+		return qval{kind: qScalar, scalar: &qscalar{expr: q.b.Member(fn, s), shape: kubeschema.String, mayErr: mayErr}}, nil
 	case name == "regex_match" && len(n.Children) == 2 && n.Children[0].NodeType == gojmespath.ASTLiteral:
 		re, ok := n.Children[0].Value.(string)
 		if !ok {
