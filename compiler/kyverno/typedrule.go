@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/admitc/admitc/compiler/kyverno/conditions"
+	"github.com/admitc/admitc/compiler/kyverno/pattern"
 	"github.com/admitc/admitc/compiler/kyverno/typed"
 	"github.com/admitc/admitc/internal/celbuild"
 	"github.com/admitc/admitc/internal/kubeschema"
@@ -171,6 +172,11 @@ func translateTyped(b *celbuild.Builder, t *typed.Translator, v *kyvernov1.Valid
 // foreach element), its reads recorded at the value's schema paths.
 func translateTypedAt(b *celbuild.Builder, t *typed.Translator, v *kyvernov1.Validation, root typed.Root) (typedOutcome, error) {
 	if p := v.GetPattern(); p != nil {
+		// A $( ) reference names a place of the pattern itself.
+		p, err := pattern.ResolveReferences(p, "pattern")
+		if err != nil {
+			return typedOutcome{}, err
+		}
 		c, err := t.PatternAt(p, root)
 		if err != nil {
 			return typedOutcome{}, err
@@ -181,6 +187,11 @@ func translateTypedAt(b *celbuild.Builder, t *typed.Translator, v *kyvernov1.Val
 	if len(ps) == 0 {
 		return typedOutcome{}, errors.New("an empty anyPattern")
 	}
+	resolved, err := pattern.ResolveReferences(ps, "anyPattern")
+	if err != nil {
+		return typedOutcome{}, err
+	}
+	ps, _ = resolved.([]any)
 	out := typedOutcome{any: true}
 	var oks, skips []celbuild.Expr
 	for _, p := range ps {

@@ -31,6 +31,14 @@ var referenceOperators = []string{">=", "<=", ">", "<", "!"}
 // the referenced value must be a string. Escaped \$( ) references lose their backslash. What Kyverno
 // fails to substitute (a reference to nothing, to a map or list) fails the
 // rule on every resource; it is refused here.
+// ResolveReferences is resolveReferences for a pattern document at the
+// field path at (validate.pattern, validate.anyPattern): the document
+// with its references substituted, as the exact translation and Kyverno
+// match it.
+func ResolveReferences(doc any, at string) (any, error) {
+	return resolveReferences(doc, field.NewPath(at))
+}
+
 func resolveReferences(doc any, fp *field.Path) (any, error) {
 	return resolveIn(doc, doc, "", fp)
 }

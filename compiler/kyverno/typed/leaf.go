@@ -329,7 +329,10 @@ func intPattern(p any, pred string) string {
 }
 
 var (
-	intComparison = regexp.MustCompile(`^(>=|<=|>|<|!)?(-?\d+)$`)
+	// A whole number may be written with a zero fraction: a $( )
+	// reference with an operator writes the number it names as Go's %f
+	// (">=10.000000").
+	intComparison = regexp.MustCompile(`^(>=|<=|>|<|!)?(-?\d+)(?:\.0+)?$`)
 	intRangeTerm  = regexp.MustCompile(`^(-?\d+)(!?-)(-?\d+)$`)
 )
 

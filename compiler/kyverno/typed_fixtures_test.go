@@ -46,3 +46,23 @@ func TestQuantityFieldsCompareAsQuantities(t *testing.T) {
 	}
 	assert.Equal(t, 3, checked, "the rule and its two autogen rules")
 }
+
+// A pattern's $( ) references name places of the pattern itself, so the
+// typed translation substitutes them as the exact one does: the liveness
+// probe of require-probe-alignment is checked against 8080 and >= 10, a
+// whole number written as Go's %f by the substitution read as one.
+func TestPatternReferencesAreTyped(t *testing.T) {
+	path := "../../examples/kyverno-pattern/require-probe-alignment/policy.yaml"
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	set, diags := compiler.Compile([]compiler.Source{{Name: path, Data: data}}, compiler.Options{})
+	require.Empty(t, diags.Error())
+	require.Len(t, set.Policies, 3)
+	for _, p := range set.Policies {
+		require.NotNil(t, p.Dynamic, "%s: typed, with the exact form kept", p.Name)
+		e := p.Validations[0].Expression
+		assert.Contains(t, e, "container.livenessProbe.?initialDelaySeconds.orValue(0) >= 10 &&", p.Name)
+		assert.NotContains(t, e, "$(", p.Name)
+		assert.NotContains(t, e, "10.000000", p.Name)
+	}
+}
