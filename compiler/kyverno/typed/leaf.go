@@ -337,6 +337,42 @@ var (
 )
 
 // intTerm is one comparison of a numeric pattern.
+// intOrStringPattern is the predicate of a whole-number pattern (8080 or
+// "8080") on an int-or-string value (a port): an integer equal to it, or
+// a string that is a quantity equal to it, as Kyverno compares a number
+// and a quantity ("8080e0" is one); checked against the exact predicate
+// on integers and strings, or "".
+func intOrStringPattern(p any, pred string) string {
+	var n int64
+	switch v := p.(type) {
+	case float64:
+		if v != float64(int64(v)) {
+			return ""
+		}
+		n = int64(v)
+	case int64:
+		n = v
+	case int:
+		n = int64(v)
+	case string:
+		parsed, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || strconv.FormatInt(parsed, 10) != v {
+			return ""
+		}
+		n = parsed
+	default:
+		return ""
+	}
+	num := strconv.FormatInt(n, 10)
+	cand := "type(x) == int ? x == " + num + " : isQuantity(x) && quantity(x).compareTo(quantity(\"" + num + "\")) == 0"
+	probes := append(intProbes(p), stringProbes(p, false)...)
+	probes = append(probes, num+"e0", "0"+num, "+"+num, " "+num, num+".0", "http", "8.08k", "1k")
+	if agree(pred, cand, probes) != nil {
+		return ""
+	}
+	return cand
+}
+
 func intTerm(t string) string {
 	if m := intComparison.FindStringSubmatch(t); m != nil {
 		op := m[1]

@@ -321,8 +321,13 @@ func (w *walk) scalar(p any, v celbuild.Expr, n kubeschema.Node, path kpath, rp 
 	if leafShape == kubeschema.List {
 		leafShape = n.Items().Shape()
 	}
-	if leafShape == kubeschema.Integer {
+	switch leafShape {
+	case kubeschema.Integer:
 		if c := intPattern(p, pred); c != "" {
+			pred = c
+		}
+	case kubeschema.IntOrString:
+		if c := intOrStringPattern(p, pred); c != "" {
 			pred = c
 		}
 	}
