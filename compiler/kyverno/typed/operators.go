@@ -539,6 +539,16 @@ func (o operator) listConstant(shape kubeschema.Shape) (string, error) {
 // equal results wherever the exact one does not fail (where it fails, it
 // is the exact translation's limit, not Kyverno's answer).
 func agree(exact, typed string, probes []any) error {
+	key := exact + "\x00" + typed + "\x00" + fmt.Sprintf("%#v", probes)
+	if err, ok := agreed.Load(key); ok {
+		return err.(agreement).err
+	}
+	err := agreeOnProbes(exact, typed, probes)
+	agreed.Store(key, agreement{err})
+	return err
+}
+
+func agreeOnProbes(exact, typed string, probes []any) error {
 	env, err := evalEnv()
 	if err != nil {
 		return err
