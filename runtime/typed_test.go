@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -232,4 +234,38 @@ func TestTypedCRDDecidesAsDynamic(t *testing.T) {
 	}
 	t.Logf("typed vs dynamic on custom resources: %d reviews compared, %d typed judgements, 0 differences", compared, typed)
 	require.Greater(t, typed, 100)
+}
+
+// A projection of strings in a typed deny message is written as Kyverno
+// writes it, encoding/json's text (HTML characters escaped), by the
+// typed form on an object it judges; null where the projection is.
+func TestTypedListMessageIsKyvernosJSON(t *testing.T) {
+	src, err := compiler.ReadSources([]string{"../examples/kyverno-pattern/deny-ingress-host/policy.yaml"})
+	require.NoError(t, err)
+	set, diags := compiler.Compile(src, compiler.Options{})
+	require.Empty(t, diags.Error())
+	require.True(t, hasTyped(set))
+	e, err := runtime.NewEngine(set)
+	require.NoError(t, err)
+	hosts := []any{"a.internal.example.com", `x<y>&"z\w`, "shop.example.com"}
+	var rules []any
+	for _, h := range hosts {
+		rules = append(rules, map[string]any{"host": h})
+	}
+	rules = append(rules, map[string]any{"http": map[string]any{}})
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+		"metadata": map[string]any{"name": "web", "namespace": "shop"},
+		"spec":     map[string]any{"rules": rules},
+	}}
+	req := runtime.RequestFor(obj, nil, "shop")
+	fits, err := runtime.FitsSchema(&set.Policies[0], req)
+	require.NoError(t, err)
+	require.True(t, fits, "judged by the typed form")
+	res, err := e.Admit(context.Background(), req)
+	require.NoError(t, err)
+	require.Len(t, res.Violations, 1)
+	text, err := json.Marshal(hosts)
+	require.NoError(t, err)
+	assert.Contains(t, res.Violations[0].Message, "Ingress hosts "+string(text)+" may not use the internal domain.")
 }

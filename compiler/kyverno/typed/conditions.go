@@ -899,7 +899,7 @@ func (t *Translator) message(text string, roots Roots) (celbuild.Expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		e, err := t.messageText(v)
+		e, err := t.messageText(v, names)
 		if err != nil {
 			return nil, err
 		}
@@ -920,10 +920,12 @@ func (t *Translator) message(text string, roots Roots) (celbuild.Expr, error) {
 }
 
 // messageText is the text Kyverno writes for a value in a message.
-func (t *Translator) messageText(v qval) (celbuild.Expr, error) {
+func (t *Translator) messageText(v qval, names map[string]bool) (celbuild.Expr, error) {
 	var value celbuild.Expr
 	var shape kubeschema.Shape
 	switch v.kind {
+	case qList:
+		return t.listText(v.list)
 	case qLit:
 		text, ok := literalText(v.lit)
 		if !ok || v.lit == nil {
@@ -956,4 +958,51 @@ func (t *Translator) messageText(v qval) (celbuild.Expr, error) {
 		return t.b.Call("string", value), nil
 	}
 	return nil, notTyped("a message variable of shape %s", shape)
+}
+
+// listText is the text Kyverno writes for a projection of strings in a
+// message, encoding/json's: ["a","b"], null where the projection is. A
+// string is quoted with the standard library's escapes; one the API
+// server keeps to letters, digits, '-', '_' and '.' (a name, a label's
+// value) needs none, and one with a control character raises an error,
+// as in the exact form (the message falls back to the rule's text).
+func (t *Translator) listText(l *qlist) (celbuild.Expr, error) {
+	if len(l.gens) != 1 || l.mayErr {
+		return nil, notTyped("a message list of nested lists, or one whose filter may fail")
+	}
+	g, elem := l.gens[0], l.elem
+	var s, present celbuild.Expr
+	safe := false
+	switch {
+	case elem.kind == qPath && elem.path.shape() == kubeschema.String && !elem.path.hasDflt:
+		s, present, safe = elem.path.expr(t.b), elem.path.present(t.b), elem.path.jsonSafe
+	case elem.kind == qScalar && elem.scalar.shape == kubeschema.String && !elem.scalar.mayErr:
+		s = elem.scalar.expr
+	default:
+		return nil, notTyped("a message list of values that are not strings")
+	}
+	quoted := t.b.Add(t.b.Add(t.b.String(`"`), s), t.b.String(`"`))
+	if !safe {
+		escaped := s
+		for _, r := range [][2]string{{`\`, `\\`}, {`"`, `\"`}, {"<", `\u003c`}, {">", `\u003e`}, {"&", `\u0026`}} {
+			escaped = t.b.Member("replace", escaped, t.b.String(r[0]), t.b.String(r[1]))
+		}
+		control := t.b.Member("matches", s, t.b.String(`[\x00-\x1f\x{2028}\x{2029}]`))
+		fails := t.b.Index(t.b.MapLiteral(), t.b.String("admitc does not write this value as JSON text in CEL"))
+		quoted = t.b.Ternary(control, fails, t.b.Add(t.b.Add(t.b.String(`"`), escaped), t.b.String(`"`)))
+	}
+	keep := g.filter
+	if present != nil {
+		keep = t.b.And(keep, present)
+	}
+	src := g.src
+	if keep != nil {
+		src = t.b.Filter(src, g.v, keep)
+	}
+	texts := t.b.Member("join", t.b.Map(src, g.v, quoted), t.b.String(","))
+	text := t.b.Add(t.b.Add(t.b.String("["), texts), t.b.String("]"))
+	if l.null != nil {
+		return t.b.Ternary(l.null, t.b.String("null"), text), nil
+	}
+	return text, nil
 }

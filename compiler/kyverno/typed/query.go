@@ -128,6 +128,9 @@ type qpath struct {
 	plain bool
 	// ascii says the value holds only ASCII characters (a label's value).
 	ascii bool
+	// jsonSafe says the value holds no character encoding/json escapes
+	// (a DNS label, a label's value: letters, digits, '-', '_', '.').
+	jsonSafe bool
 }
 
 // parent is the node of the value the last key was read from.
@@ -290,7 +293,7 @@ func (p *qpath) knows(key string) bool {
 
 func (p *qpath) with(key string, n kubeschema.Node, always bool) *qpath {
 	out := *p
-	out.plain, out.ascii = false, false
+	out.plain, out.ascii, out.jsonSafe = false, false, false
 	out.keys = append(append([]string(nil), p.keys...), key)
 	out.nodes = append(append([]kubeschema.Node(nil), p.nodes...), n)
 	out.always = append(append([]bool(nil), p.always...), always)
@@ -435,8 +438,9 @@ func (q *query) field(cur qval, key string, strict bool) (qval, error) {
 			}
 			q.read(p, key, child.Shape().String(), always, enum)
 			if n.FieldFormat(key) == kubeschema.FormatDNSLabel {
-				// A name the API server validates: never a wildcard.
-				out.plain = true
+				// A name the API server validates: never a wildcard,
+				// nothing to escape.
+				out.plain, out.jsonSafe = true, true
 				for _, base := range p.schemaPaths() {
 					q.t.readFormat(ir.SchemaPath(base, key), ir.FormatDNSLabel)
 				}
@@ -450,8 +454,9 @@ func (q *query) field(cur qval, key string, strict bool) (qval, error) {
 			q.read(p, key, child.Shape().String(), false, nil)
 			out := p.with(key, child, p.knows(key))
 			if len(p.keys) > 0 && p.parent().ValuesFormat(p.keys[len(p.keys)-1]) == kubeschema.FormatLabelValue {
-				// A label's value: ASCII, never a wildcard.
-				out.plain, out.ascii = true, true
+				// A label's value: ASCII, never a wildcard, nothing to
+				// escape.
+				out.plain, out.ascii, out.jsonSafe = true, true, true
 				for _, base := range p.schemaPaths() {
 					q.t.readFormat(ir.SchemaPath(base, key), ir.FormatLabelValue)
 				}

@@ -28,7 +28,7 @@ import (
 // on two quantities (the API server parses them when it decodes the
 // object, and offline the runtime's shape check sends an object whose
 // field does not parse to the exact form: ir.FormatQuantity) that is the
-// comparison of the quantities, which agreePairs checks against the exact
+// comparison of the quantities, which quantitiesAgree checks against the exact
 // operator on pairs of quantities. Where a field is missing, Kyverno
 // compares its default (or null): the exact operator decides that side
 // the same way for every quantity on the other, or the condition keeps
