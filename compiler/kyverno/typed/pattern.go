@@ -372,7 +372,8 @@ func defaultDecidedAs(b *celbuild.Builder, pred string, shape kubeschema.Shape, 
 	case kubeschema.String:
 		candidates = []any{""}
 	case kubeschema.Integer:
-		candidates = []any{int64(0)}
+		// 0, else 1 or -1: c.?securityContext.?runAsUser.orValue(1) > 0.
+		candidates = []any{int64(0), int64(1), int64(-1)}
 	}
 	for _, c := range candidates {
 		if got, err := evalBool(pred, "x", c); err == nil && got == want {

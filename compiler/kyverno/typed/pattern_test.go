@@ -72,6 +72,11 @@ metadata:
 `: `object.metadata.?labels[?"app.kubernetes.io/name"].orValue("") != ""`, `
 spec:
   containers:
+  - =(securityContext):
+      =(runAsUser): ">0"
+`: `object.spec.containers.all(container, container.?securityContext.?runAsUser.orValue(1) > 0)`, `
+spec:
+  containers:
   - =(readinessProbe):
       tcpSocket:
         port: "8080"
