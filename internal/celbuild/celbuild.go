@@ -795,6 +795,126 @@ func (b *Builder) Substitute(e Expr, name string, with Expr) Expr {
 	return a.adopt(e)
 }
 
+// presenceChains is e with each run of nested presence tests written as
+// one optional chain: has(x.a) && has(x.a.b) is x.?a.?b.hasValue(), and
+// !has(x.a) || !has(x.a.b) is !x.?a.?b.hasValue(). Only with
+// AssumeTypedPresence, where x.a is an object (elsewhere the two fail on
+// different values); applied when printing, so that the presence tests
+// the other simplifications look for stay presence tests until then.
+func (b *Builder) presenceChains(e Expr) Expr {
+	a := &adoption{b: b, info: b.info, ids: map[int64]int64{}, chains: true}
+	return a.adopt(e)
+}
+
+// rechain is e, a chain of op, with its runs of presence tests chained.
+func (b *Builder) rechain(op string, e Expr) Expr {
+	if e.Kind() != ast.CallKind || e.AsCall().FunctionName() != op {
+		return e
+	}
+	xs := operands(op, e)
+	ys := b.chained(op, xs)
+	if len(ys) == len(xs) {
+		return e
+	}
+	out := ys[0]
+	for _, y := range ys[1:] {
+		out = b.fac.NewCall(b.id(), op, out, y)
+	}
+	return out
+}
+
+// operands are the operands of e's chain of op, in order.
+func operands(op string, e Expr) []Expr {
+	if e.Kind() != ast.CallKind || e.AsCall().FunctionName() != op {
+		return []Expr{e}
+	}
+	var out []Expr
+	for _, a := range e.AsCall().Args() {
+		out = append(out, operands(op, a)...)
+	}
+	return out
+}
+
+// chained rewrites the runs of nested presence tests among the operands
+// xs of && (or, negated, of ||): each is has(x.f), or a chain already
+// written, x.?f.?g.hasValue().
+func (b *Builder) chained(op string, xs []Expr) []Expr {
+	test := func(x Expr) (Expr, []string, bool) {
+		if op == operators.LogicalOr {
+			if x.Kind() != ast.CallKind || x.AsCall().FunctionName() != operators.LogicalNot {
+				return nil, nil, false
+			}
+			x = x.AsCall().Args()[0]
+		}
+		return presenceParts(x)
+	}
+	var out []Expr
+	for i := 0; i < len(xs); {
+		base, fields, ok := test(xs[i])
+		if !ok {
+			out = append(out, xs[i])
+			i++
+			continue
+		}
+		at := base
+		for _, f := range fields {
+			at = b.Select(at, f)
+		}
+		j := i + 1
+		for ; j < len(xs); j++ {
+			next, more, ok := test(xs[j])
+			if !ok || !b.Same(next, at) {
+				break
+			}
+			fields = append(fields, more...)
+			for _, f := range more {
+				at = b.Select(at, f)
+			}
+		}
+		if j == i+1 {
+			out = append(out, xs[i])
+			i++
+			continue
+		}
+		chain := base
+		for _, f := range fields {
+			chain = b.OptionalSelect(chain, f)
+		}
+		has := b.Member("hasValue", chain)
+		if op == operators.LogicalOr {
+			has = b.fac.NewCall(b.id(), operators.LogicalNot, has)
+		}
+		out = append(out, has)
+		i = j
+	}
+	return out
+}
+
+// presenceParts splits has(x.f) into x and [f], and x.?f.?g.hasValue()
+// into x and [f, g].
+func presenceParts(e Expr) (Expr, []string, bool) {
+	if isPresenceTest(e) {
+		return e.AsSelect().Operand(), []string{e.AsSelect().FieldName()}, true
+	}
+	if e.Kind() != ast.CallKind || e.AsCall().FunctionName() != "hasValue" || !e.AsCall().IsMemberFunction() {
+		return nil, nil, false
+	}
+	var fields []string
+	x := e.AsCall().Target()
+	for x.Kind() == ast.CallKind && x.AsCall().FunctionName() == operators.OptSelect {
+		f, ok := StringLit(x.AsCall().Args()[1])
+		if !ok {
+			return nil, nil, false
+		}
+		fields = append([]string{f}, fields...)
+		x = x.AsCall().Args()[0]
+	}
+	if len(fields) == 0 {
+		return nil, nil, false
+	}
+	return x, fields, true
+}
+
 // Uses counts the free identifiers name in e.
 func (b *Builder) Uses(e Expr, name string) int {
 	n := 0
@@ -818,6 +938,9 @@ type adoption struct {
 	count *int
 	// muted stops counting (a macro's call, counted in its expansion).
 	muted bool
+	// chains writes runs of nested presence tests as optional chains
+	// (presenceChains).
+	chains bool
 	// memo is what each node already copied became, by its ID.
 	memo map[int64]adopted
 }
@@ -909,10 +1032,15 @@ func (a *adoption) copy(e Expr) Expr {
 			out = b.compareCall(fn, args[0], args[1])
 		case fn == operators.LogicalNot && len(args) == 1:
 			out = b.Not(args[0])
-		case fn == operators.LogicalAnd:
-			out = b.And(args...)
-		case fn == operators.LogicalOr:
-			out = b.Or(args...)
+		case fn == operators.LogicalAnd || fn == operators.LogicalOr:
+			if fn == operators.LogicalAnd {
+				out = b.And(args...)
+			} else {
+				out = b.Or(args...)
+			}
+			if a.chains {
+				out = b.rechain(fn, out)
+			}
 		case fn == operators.Conditional && len(args) == 3:
 			out = b.Ternary(args[0], args[1], args[2])
 		default:
@@ -1057,6 +1185,9 @@ func (b *Builder) Print(e Expr) (string, error) {
 
 // MustPrint is Print for expressions the builder made, which always print.
 func (b *Builder) MustPrint(e Expr) string {
+	if b.typedPresence {
+		e = b.presenceChains(e)
+	}
 	s, err := b.Print(e)
 	if err != nil {
 		panic(fmt.Sprintf("celbuild: unparse: %v", err))

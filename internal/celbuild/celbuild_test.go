@@ -104,3 +104,22 @@ func TestCountComparedWithZero(t *testing.T) {
 	assert.Equal(t, `has(object.podSelector.matchLabels) || has(object.podSelector.matchExpressions)`, b.MustPrint(b.Compare(">", n(), b.Int(0))))
 	assert.Equal(t, `(has(object.podSelector.matchLabels) ? 1 : 0) + (has(object.podSelector.matchExpressions) ? 1 : 0) > 1`, b.MustPrint(b.Compare(">", n(), b.Int(1))))
 }
+
+// With AssumeTypedPresence, a run of nested presence tests prints as one
+// optional chain, under && and, negated, under ||; a lone test stays.
+func TestPresenceTestsPrintAsOptionalChains(t *testing.T) {
+	b := New()
+	b.AssumeTypedPresence()
+	c := b.Ident("c")
+	sc := b.Select(c, "securityContext")
+	se := b.Select(sc, "seLinuxOptions")
+	typ := b.Select(se, "type")
+	ok := b.Or(b.Not(b.Has(c, "securityContext")), b.Not(b.Has(sc, "seLinuxOptions")), b.Not(b.Has(se, "type")), b.Eq(typ, b.String("container_t")))
+	assert.Equal(t, `!c.?securityContext.?seLinuxOptions.?type.hasValue() || c.securityContext.seLinuxOptions.type == "container_t"`, b.MustPrint(ok))
+	assert.Equal(t, `c.?securityContext.?seLinuxOptions.hasValue() && has(c.name)`, b.MustPrint(b.And(b.Has(c, "securityContext"), b.Has(sc, "seLinuxOptions"), b.Has(c, "name"))))
+	assert.Equal(t, `has(c.securityContext) && has(c.name)`, b.MustPrint(b.And(b.Has(c, "securityContext"), b.Has(c, "name"))))
+	inList := b.Exists(b.Ident("cs"), "c", b.And(b.Has(c, "securityContext"), b.Has(sc, "seLinuxOptions")))
+	assert.Equal(t, `cs.exists(c, c.?securityContext.?seLinuxOptions.hasValue())`, b.MustPrint(inList))
+	plain := New()
+	assert.Equal(t, `has(c.securityContext) && has(c.securityContext.seLinuxOptions)`, plain.MustPrint(plain.And(plain.Has(c, "securityContext"), plain.Has(plain.Select(c, "securityContext"), "seLinuxOptions"))))
+}

@@ -70,7 +70,7 @@ func TestConditionsReadAsWritten(t *testing.T) {
 		want:  `object.spec.containers.size() > 4`,
 	}, {
 		block: "{any: [{key: \"{{ request.object.spec.containers[?securityContext.runAsUser < `1000` && securityContext.capabilities.add != null] | length(@) }}\", operator: Equals, value: 0}]}",
-		want:  `!object.spec.containers.exists(container, has(container.securityContext) && has(container.securityContext.runAsUser) && container.securityContext.runAsUser < 1000 && has(container.securityContext.capabilities) && has(container.securityContext.capabilities.add))`,
+		want:  `!object.spec.containers.exists(container, container.?securityContext.?runAsUser.hasValue() && container.securityContext.runAsUser < 1000 && container.securityContext.?capabilities.?add.hasValue())`,
 	}, {
 		block: `{all: [{key: "{{ to_string(request.object.spec.automountServiceAccountToken) }}", operator: Equals, value: "null"}]}`,
 		want:  `!has(object.spec.automountServiceAccountToken) || string(object.spec.automountServiceAccountToken) == "null"`,
@@ -81,7 +81,7 @@ func TestConditionsReadAsWritten(t *testing.T) {
 		// An object read with || '' is '' where it is missing or has no
 		// field, and never equals '' otherwise.
 		block: `{any: [{key: "{{ request.object.spec.affinity.podAntiAffinity || '' }}", operator: Equals, value: ""}]}`,
-		want:  `!(has(object.spec.affinity) && has(object.spec.affinity.podAntiAffinity)) || !has(object.spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution) && !has(object.spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution)`,
+		want:  `!object.spec.?affinity.?podAntiAffinity.hasValue() || !has(object.spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution) && !has(object.spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution)`,
 	}, {
 		block: "{any: [{key: \"{{ request.object.spec.nodeSelector || `{}` }}\", operator: NotEquals, value: \"\"}]}",
 		want:  `true`,
@@ -100,7 +100,7 @@ func TestConditionsReadAsWritten(t *testing.T) {
 		// Two quantity fields compare as quantities; a missing one is
 		// its default, which Kyverno finds unequal to every quantity.
 		block: `{all: [{key: "{{ request.object.spec.overhead.memory || '' }}", operator: NotEquals, value: "{{ request.object.spec.overhead.cpu || '' }}"}]}`,
-		want:  `(has(object.spec.overhead) && has(object.spec.overhead.memory)) ? (!(has(object.spec.overhead) && has(object.spec.overhead.cpu)) || quantity(object.spec.overhead.memory).compareTo(quantity(object.spec.overhead.cpu)) != 0) : (has(object.spec.overhead) && has(object.spec.overhead.cpu))`,
+		want:  `object.spec.?overhead.?memory.hasValue() ? (!object.spec.?overhead.?cpu.hasValue() || quantity(object.spec.overhead.memory).compareTo(quantity(object.spec.overhead.cpu)) != 0) : object.spec.?overhead.?cpu.hasValue()`,
 	}, {
 		block: `{all: [{key: "{{ request.object.spec.overhead.memory }}", operator: GreaterThanOrEquals, value: "{{ request.object.spec.overhead.cpu }}"}]}`,
 		want:  `quantity(object.spec.overhead.memory).compareTo(quantity(object.spec.overhead.cpu)) >= 0`,
