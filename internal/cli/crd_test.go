@@ -56,7 +56,7 @@ func TestCompileWithTheCRDNamesItsResources(t *testing.T) {
       - certificates
       scope: Namespaced
 `)
-	assert.Contains(t, out, `  - expression: has(object.spec) && has(object.spec.privateKey) && object.spec.privateKey.?algorithm.orValue("")
+	assert.Contains(t, out, `  - expression: object.?spec.?privateKey.hasValue() && object.spec.privateKey.?algorithm.orValue("")
       == "ECDSA" && object.spec.privateKey.?rotationPolicy.orValue("") == "Always"`, "typed against the CRD's schema")
 	assert.NotContains(t, out, `"*"`)
 }

@@ -899,7 +899,7 @@ func (t *Translator) message(text string, roots Roots) (celbuild.Expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		e, err := t.messageText(v, names)
+		e, err := t.messageText(v)
 		if err != nil {
 			return nil, err
 		}
@@ -920,7 +920,7 @@ func (t *Translator) message(text string, roots Roots) (celbuild.Expr, error) {
 }
 
 // messageText is the text Kyverno writes for a value in a message.
-func (t *Translator) messageText(v qval, names map[string]bool) (celbuild.Expr, error) {
+func (t *Translator) messageText(v qval) (celbuild.Expr, error) {
 	var value celbuild.Expr
 	var shape kubeschema.Shape
 	switch v.kind {
