@@ -471,16 +471,7 @@ func (b *Builder) assumePresent(op string, kept []Expr, x Expr) Expr {
 
 // Conjuncts are the operands of e's chain of &&, in order (e itself when
 // it is not one).
-func Conjuncts(e Expr) []Expr {
-	if e.Kind() != ast.CallKind || e.AsCall().FunctionName() != operators.LogicalAnd {
-		return []Expr{e}
-	}
-	var out []Expr
-	for _, a := range e.AsCall().Args() {
-		out = append(out, Conjuncts(a)...)
-	}
-	return out
-}
+func Conjuncts(e Expr) []Expr { return operands(operators.LogicalAnd, e) }
 
 // isPresenceTest says e is has(x.f).
 func isPresenceTest(e Expr) bool {

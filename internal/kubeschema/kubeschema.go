@@ -330,17 +330,8 @@ var labelMaps = map[reflect.Type][]string{
 // values of the map field name of an object node in every kind
 // (FormatLabelValue), or "".
 func (n Node) ValuesFormat(name string) string {
-	if n.Shape() != Object || len(n.parts) == 0 {
+	if n.Shape() != Object || !n.everyGoType(func(t reflect.Type) bool { return slices.Contains(labelMaps[t], name) }) {
 		return ""
-	}
-	for _, p := range n.parts {
-		t := p.goType
-		if t != nil && t.Kind() == reflect.Pointer {
-			t = t.Elem()
-		}
-		if t == nil || !slices.Contains(labelMaps[t], name) {
-			return ""
-		}
 	}
 	return FormatLabelValue
 }
@@ -348,19 +339,28 @@ func (n Node) ValuesFormat(name string) string {
 // FieldFormat is what the API server's validation requires of the string
 // field name of an object node in every kind (FormatDNSLabel), or "".
 func (n Node) FieldFormat(name string) string {
-	if n.Shape() != Object || len(n.parts) == 0 {
+	if n.Shape() != Object || !n.everyGoType(func(t reflect.Type) bool { return slices.Contains(dnsLabels[t], name) }) {
 		return ""
+	}
+	return FormatDNSLabel
+}
+
+// everyGoType says the node is a built-in kind's in every kind, and its
+// Go type (a pointer's element) is one that ok accepts.
+func (n Node) everyGoType(ok func(t reflect.Type) bool) bool {
+	if len(n.parts) == 0 {
+		return false
 	}
 	for _, p := range n.parts {
 		t := p.goType
 		if t != nil && t.Kind() == reflect.Pointer {
 			t = t.Elem()
 		}
-		if t == nil || !slices.Contains(dnsLabels[t], name) {
-			return ""
+		if t == nil || !ok(t) {
+			return false
 		}
 	}
-	return FormatDNSLabel
+	return true
 }
 
 // quantityType is the Go type of a resource quantity.
@@ -371,19 +371,7 @@ var quantityType = reflect.TypeOf(resource.Quantity{})
 // decodes the object, so admission sees a string that is a quantity, in
 // its canonical form. A custom resource's field is never known to be one.
 func (n Node) Quantity() bool {
-	if len(n.parts) == 0 {
-		return false
-	}
-	for _, p := range n.parts {
-		t := p.goType
-		if t != nil && t.Kind() == reflect.Pointer {
-			t = t.Elem()
-		}
-		if t != quantityType {
-			return false
-		}
-	}
-	return true
+	return n.everyGoType(func(t reflect.Type) bool { return t == quantityType })
 }
 
 // Items is a list node's item schema.

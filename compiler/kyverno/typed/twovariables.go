@@ -54,22 +54,36 @@ func (t *Translator) variablesCondition(c kyvernov1.Condition, roots Roots, name
 	return t.quantitiesCondition(c, roots, names)
 }
 
+// keyAndValue are the values of a condition's key and value, each one
+// {{ }} variable.
+func (t *Translator) keyAndValue(c kyvernov1.Condition, roots Roots, names map[string]bool) ([2]qval, error) {
+	var out [2]qval
+	for i, raw := range []string{c.GetKey().(string), c.GetValue().(string)} {
+		q, ok := wholeVariable(ElementName(raw, roots))
+		if !ok {
+			return out, notTyped("a value with {{ }} variables that is not one variable")
+		}
+		v, err := t.query(q, roots, names)
+		if err != nil {
+			return out, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
 func (t *Translator) quantitiesCondition(c kyvernov1.Condition, roots Roots, names map[string]bool) (celbuild.Expr, bool, error) {
 	op := strings.ToLower(string(c.Operator))
 	cmp, ok := comparisons[op]
 	if !ok {
 		return nil, false, notTyped("the %s operator between two {{ }} variables", c.Operator)
 	}
+	vals, err := t.keyAndValue(c, roots, names)
+	if err != nil {
+		return nil, false, err
+	}
 	var paths [2]*qpath
-	for i, raw := range []string{c.GetKey().(string), c.GetValue().(string)} {
-		q, ok := wholeVariable(ElementName(raw, roots))
-		if !ok {
-			return nil, false, notTyped("a value with {{ }} variables that is not one variable")
-		}
-		v, err := t.query(q, roots, names)
-		if err != nil {
-			return nil, false, err
-		}
+	for i, v := range vals {
 		if v.kind != qPath || v.path.shape() != kubeschema.String || !v.path.final().Quantity() {
 			return nil, false, notTyped("a comparison of two {{ }} variables that are not both quantity fields")
 		}
@@ -239,16 +253,12 @@ func (t *Translator) listsCondition(c kyvernov1.Condition, roots Roots, names ma
 		optSrc         celbuild.Expr
 		value, present celbuild.Expr
 	}
+	vals, err := t.keyAndValue(c, roots, names)
+	if err != nil {
+		return nil, false, err
+	}
 	var sides [2]side
-	for i, raw := range []string{c.GetKey().(string), c.GetValue().(string)} {
-		q, ok := wholeVariable(ElementName(raw, roots))
-		if !ok {
-			return nil, false, notTyped("a value with {{ }} variables that is not one variable")
-		}
-		v, err := t.query(q, roots, names)
-		if err != nil {
-			return nil, false, err
-		}
+	for i, v := range vals {
 		list, optSrc, err := t.listOf(v, names)
 		if err != nil {
 			return nil, false, err
