@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/google/cel-go/common"
 	"github.com/google/cel-go/common/ast"
@@ -703,7 +704,75 @@ func (b *Builder) Ternary(c, t, f Expr) Expr {
 	if v, ok := b.presentOr(c, t, f); ok {
 		return v
 	}
+	if v, ok := b.sharedPrefix(c, t, f); ok {
+		return v
+	}
 	return b.Call(operators.Conditional, c, t, f)
+}
+
+// sharedPrefix writes c ? p + x : p + y, for strings, as p + (c ? x : y):
+// the operands the two concatenations start with, and the text two
+// literals then start with up to a path's last shared /, are written
+// once (a failure path's "/spec/containers/" + string(i) + "/"). p is evaluated in either
+// branch, so the value and the errors are the same.
+func (b *Builder) sharedPrefix(c, t, f Expr) (Expr, bool) {
+	ts, fs := operands(operators.Add, t), operands(operators.Add, f)
+	n := 0
+	for n < len(ts) && n < len(fs) && b.Same(ts[n], fs[n]) {
+		n++
+	}
+	var text string
+	if n < len(ts) && n < len(fs) {
+		tl, tok := StringLit(ts[n])
+		fl, fok := StringLit(fs[n])
+		for tok && fok && len(text) < len(tl) && len(text) < len(fl) && tl[len(text)] == fl[len(text)] {
+			text += tl[len(text) : len(text)+1]
+		}
+		// Split after a path's /, not inside a step or a sentence.
+		text = text[:strings.LastIndex(text, "/")+1]
+	}
+	if n == 0 && text == "" {
+		return nil, false
+	}
+	// Only strings: a string literal among the operands written once.
+	isString := text != ""
+	for _, x := range ts[:n] {
+		if _, ok := StringLit(x); ok {
+			isString = true
+		}
+	}
+	if !isString {
+		return nil, false
+	}
+	rest := func(xs []Expr) Expr {
+		xs = xs[n:]
+		if text != "" {
+			lit, _ := StringLit(xs[0])
+			xs = xs[1:]
+			if lit != text || len(xs) == 0 {
+				xs = append([]Expr{b.String(lit[len(text):])}, xs...)
+			}
+		}
+		if len(xs) == 0 {
+			return b.String("")
+		}
+		out := xs[0]
+		for _, x := range xs[1:] {
+			out = b.Add(out, x)
+		}
+		return out
+	}
+	out := b.String(text)
+	if n > 0 {
+		out = ts[0]
+		for _, x := range ts[1:n] {
+			out = b.Add(out, x)
+		}
+		if text != "" {
+			out = b.Add(out, b.String(text))
+		}
+	}
+	return b.Add(out, b.Ternary(c, rest(ts), rest(fs))), true
 }
 
 // presentOr is has(x.f) ? x.f : d, written x.?f.orValue(d) for a literal

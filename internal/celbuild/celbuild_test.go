@@ -3,6 +3,7 @@ package celbuild
 import (
 	"testing"
 
+	"github.com/google/cel-go/cel"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -122,4 +123,43 @@ func TestPresenceTestsPrintAsOptionalChains(t *testing.T) {
 	assert.Equal(t, `cs.exists(c, c.?securityContext.?seLinuxOptions.hasValue())`, b.MustPrint(inList))
 	plain := New()
 	assert.Equal(t, `has(c.securityContext) && has(c.securityContext.seLinuxOptions)`, plain.MustPrint(plain.And(plain.Has(c, "securityContext"), plain.Has(plain.Select(c, "securityContext"), "seLinuxOptions"))))
+}
+
+// A ternary of two strings that start alike writes the start once: the
+// operands they share, then the shared text of two literals up to a
+// separator; numbers and lists are left as they are.
+func TestTernaryWritesASharedStartOnce(t *testing.T) {
+	b := New()
+	c := b.Ident("c")
+	i := b.Call("string", b.Ident("i"))
+	path := func(tail string) Expr { return b.Add(b.Add(b.String("/spec/containers/"), i), b.String(tail)) }
+	assert.Equal(t, `"/spec/containers/" + string(i) + "/securityContext/" + (c ? "capabilities/" : "")`,
+		b.MustPrint(b.Ternary(c, path("/securityContext/capabilities/"), path("/securityContext/"))))
+	assert.Equal(t, `"/spec/" + (c ? "hostIPC/" : "hostPID/")`, b.MustPrint(b.Ternary(c, b.String("/spec/hostIPC/"), b.String("/spec/hostPID/"))))
+	assert.Equal(t, `c ? "hostIPC" : "hostPID"`, b.MustPrint(b.Ternary(c, b.String("hostIPC"), b.String("hostPID"))))
+	n := b.Ident("n")
+	assert.Equal(t, `c ? (n + 1) : (n + 2)`, b.MustPrint(b.Ternary(c, b.Add(n, b.Int(1)), b.Add(n, b.Int(2)))))
+	got, err := evalWith(b.MustPrint(b.Ternary(c, path("/a/b/"), path("/a/"))), map[string]any{"c": false, "i": 3})
+	require.NoError(t, err)
+	assert.Equal(t, "/spec/containers/3/a/", got)
+}
+
+func evalWith(src string, vars map[string]any) (any, error) {
+	env, err := cel.NewEnv(cel.Variable("c", cel.BoolType), cel.Variable("i", cel.IntType))
+	if err != nil {
+		return nil, err
+	}
+	ast, iss := env.Compile(src)
+	if iss.Err() != nil {
+		return nil, iss.Err()
+	}
+	prg, err := env.Program(ast)
+	if err != nil {
+		return nil, err
+	}
+	out, _, err := prg.Eval(vars)
+	if err != nil {
+		return nil, err
+	}
+	return out.Value(), nil
 }

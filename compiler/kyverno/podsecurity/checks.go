@@ -13,31 +13,30 @@ func windows(v string) string { return "(" + v + ".s.?os.?name.orValue('') == 'w
 
 // allowPrivilegeEscalation 1.8: containers must set
 // allowPrivilegeEscalation=false.
-func allowPrivilegeEscalation(v string) string {
+func allowPrivilegeEscalation(r recorder, v string) string {
 	f := containerField("k", ".securityContext.allowPrivilegeEscalation")
-	return perContainer(v, "!"+isSet(sc("k"))+" ? ["+required(f, "k.n")+"] : !"+isSet(sc("k")+".?allowPrivilegeEscalation")+
-		" ? ["+forbiddenText(f, "k.n", "'nil'")+"] : "+when(isTrue(sc("k")+".?allowPrivilegeEscalation"), forbiddenText(f, "k.n", "'true'")))
+	return perContainer(v, "!"+isSet(sc("k"))+" ? ["+r.required(f, "k.n")+"] : !"+isSet(sc("k")+".?allowPrivilegeEscalation")+
+		" ? ["+r.forbiddenText(f, "k.n", "'nil'")+"] : "+when(isTrue(sc("k")+".?allowPrivilegeEscalation"), r.forbiddenText(f, "k.n", "'true'")))
 }
 
 // allowPrivilegeEscalation 1.25: Windows pods are exempt.
-func allowPrivilegeEscalation125(v string) string {
-	return exemptWindows(v, allowPrivilegeEscalation(v))
+func allowPrivilegeEscalation125(r recorder, v string) string {
+	return exemptWindows(v, allowPrivilegeEscalation(r, v))
 }
 
 func exemptWindows(v, recs string) string { return "(" + windows(v) + " ? [] : " + recs + ")" }
 
 // appArmorProfile 1.0: profile types RuntimeDefault or Localhost; the
 // beta annotations runtime/default, localhost/* or empty.
-func appArmorProfile(v string) string {
+func appArmorProfile(r recorder, v string) string {
 	bad := func(opt string) string {
 		return isSet(opt) + " && !(" + strOf(opt+".?type") + " in ['RuntimeDefault', 'Localhost'])"
 	}
-	pod := when(bad(podSC(v)+".?appArmorProfile"), forbiddenString(podField("spec.securityContext.appArmorProfile.type"), "''", strOf(podSC(v)+".?appArmorProfile.?type")))
-	ctrs := perContainer(v, when(bad(sc("k")+".?appArmorProfile"), forbiddenString(containerField("k", ".securityContext.appArmorProfile.type"), "k.n", strOf(sc("k")+".?appArmorProfile.?type"))))
+	pod := when(bad(podSC(v)+".?appArmorProfile"), r.forbiddenString(podField("spec.securityContext.appArmorProfile.type"), "''", strOf(podSC(v)+".?appArmorProfile.?type")))
+	ctrs := perContainer(v, when(bad(sc("k")+".?appArmorProfile"), r.forbiddenString(containerField("k", ".securityContext.appArmorProfile.type"), "k.n", strOf(sc("k")+".?appArmorProfile.?type"))))
 	ann := objOf(v + ".m.?annotations")
 	val := "[" + ann + "[a]].map(x, x == null ? '' : x)[0]"
-	annErr := record("'metadata.annotations[' + a + ']'", "'metadata.annotations[' + "+starDigits("a")+" + ']'", "''",
-		"'metadata.annotations[' + a + '] is forbidden, forbidden values found: ' + "+val, val, "["+val+"]")
+	annErr := r.forbiddenText(fieldAt{"'metadata.annotations[' + a + ']'", "'metadata.annotations[' + " + starDigits("a") + " + ']'"}, "''", val)
 	// An empty value is allowed, so the bad value is never empty.
 	anns := ann + ".filter(a, a.startsWith('container.apparmor.security.beta.kubernetes.io/') && !(" + val + " == '' || " + val + " == 'runtime/default' || " + val + ".startsWith('localhost/'))).map(a, " + annErr + ")"
 	return pod + " + " + ctrs + " + " + anns
@@ -46,8 +45,8 @@ func appArmorProfile(v string) string {
 // appArmorReason is pluralize("forbidden AppArmor profile", ...) over the
 // distinct bad types and the bad annotations.
 func appArmorReason(recs string) string {
-	types := recs + ".filter(r, !r[0].startsWith('metadata.')).map(r, r[4]).distinct()"
-	anns := recs + ".filter(r, r[0].startsWith('metadata.'))"
+	types := recs + ".filter(r, !" + slot("r", slotField) + ".startsWith('metadata.')).map(r, " + slot("r", slotRaw) + ").distinct()"
+	anns := recs + ".filter(r, " + slot("r", slotField) + ".startsWith('metadata.'))"
 	return "(size(" + types + ") + size(" + anns + ") == 1 ? 'forbidden AppArmor profile' : 'forbidden AppArmor profiles')"
 }
 
@@ -64,70 +63,70 @@ var capabilitiesBaselineAllowed = []string{"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE
 func stringList(opt string) string { return listOf(opt) + ".map(x, x == null ? '' : x)" }
 
 // capabilitiesBaseline 1.0: capabilities.add only from the default set.
-func capabilitiesBaseline(v string) string {
+func capabilitiesBaseline(r recorder, v string) string {
 	caps := sc("k") + ".?capabilities"
 	bad := stringList(caps+".?add") + ".filter(x, !(x in [" + strings.Join(quoteAll(capabilitiesBaselineAllowed), ", ") + "])).distinct().sort()"
 	f := containerField("k", ".securityContext.capabilities.add")
-	return perContainer(v, "["+bad+"].map(b, "+isSet(caps)+" && size(b) > 0 ? ["+forbiddenList(f, "k.n", "b")+"] : []).flatten()")
+	return perContainer(v, "["+bad+"].map(b, "+isSet(caps)+" && size(b) > 0 ? ["+r.forbiddenList(f, "k.n", "b")+"] : []).flatten()")
 }
 
 // capabilitiesRestricted 1.22: drop must include ALL, add only
 // NET_BIND_SERVICE; the drop errors of every container come first.
-func capabilitiesRestricted(v string) string {
+func capabilitiesRestricted(r recorder, v string) string {
 	caps := sc("k") + ".?capabilities"
 	drop := stringList(caps + ".?drop")
 	fd := containerField("k", ".securityContext.capabilities.drop")
-	drops := perContainer(v, "!"+isSet(caps)+" ? ["+required(fd, "k.n")+"] : 'ALL' in "+drop+" ? [] : size("+drop+") > 0 ? ["+forbiddenList(fd, "k.n", drop+".distinct().sort()")+"] : ["+required(fd, "k.n")+"]")
+	drops := perContainer(v, "!"+isSet(caps)+" ? ["+r.required(fd, "k.n")+"] : 'ALL' in "+drop+" ? [] : size("+drop+") > 0 ? ["+r.forbiddenList(fd, "k.n", drop+".distinct().sort()")+"] : ["+r.required(fd, "k.n")+"]")
 	add := stringList(caps+".?add") + ".filter(x, x != 'NET_BIND_SERVICE').distinct().sort()"
-	adds := perContainer(v, "["+add+"].map(b, "+isSet(caps)+" && size(b) > 0 ? ["+forbiddenList(containerField("k", ".securityContext.capabilities.add"), "k.n", "b")+"] : []).flatten()")
+	adds := perContainer(v, "["+add+"].map(b, "+isSet(caps)+" && size(b) > 0 ? ["+r.forbiddenList(containerField("k", ".securityContext.capabilities.add"), "k.n", "b")+"] : []).flatten()")
 	return drops + " + " + adds
 }
 
-func capabilitiesRestricted125(v string) string { return exemptWindows(v, capabilitiesRestricted(v)) }
+func capabilitiesRestricted125(r recorder, v string) string { return exemptWindows(v, capabilitiesRestricted(r, v)) }
 
 // hostNamespaces 1.0: hostNetwork, hostPID and hostIPC not true.
-func hostNamespaces(v string) string {
+func hostNamespaces(r recorder, v string) string {
 	var parts []string
 	for _, f := range []string{"hostNetwork", "hostPID", "hostIPC"} {
-		parts = append(parts, when(isTrue(v+".s.?"+f), forbiddenText(podField("spec."+f), "''", "'true'")))
+		parts = append(parts, when(isTrue(v+".s.?"+f), r.forbiddenText(podField("spec."+f), "''", "'true'")))
 	}
 	return strings.Join(parts, " + ")
 }
 
 // hostPathVolumes 1.0: no hostPath volume.
-func hostPathVolumes(v string) string {
+func hostPathVolumes(r recorder, v string) string {
 	f := fieldAt{"'spec.volumes[' + string(i) + '].hostPath'", "'spec.volumes[*].hostPath'"}
-	return listOf(v+".s.?volumes") + ".transformList(i, vol, " + when(isSet("vol.?hostPath"), forbiddenString(f, "''", strOf("vol.?hostPath.?path"))) + ").flatten()"
+	return listOf(v+".s.?volumes") + ".transformList(i, vol, " + when(isSet("vol.?hostPath"), r.forbiddenString(f, "''", strOf("vol.?hostPath.?path"))) + ").flatten()"
 }
 
 // hostPorts 1.0: no container port sets hostPort.
-func hostPorts(v string) string {
+func hostPorts(r recorder, v string) string {
 	f := fieldAt{"k.p + '.ports[' + string(i) + '].hostPort'", "k.ps + '.ports[*].hostPort'"}
 	port := "[port.?hostPort.orValue(0)].map(x, x == null ? 0 : x)[0]"
-	return perContainer(v, listOf("k.c.?ports")+".transformList(i, port, "+when(port+" != 0", forbiddenText(f, "k.n", "string("+port+")"))+").flatten()")
+	return perContainer(v, listOf("k.c.?ports")+".transformList(i, port, "+when(port+" != 0", r.forbiddenText(f, "k.n", "string("+port+")"))+").flatten()")
 }
 
 // hostProbesAndHostLifecycle 1.34: no host in probes' and lifecycle
 // handlers' httpGet and tcpSocket; it fails without field errors.
-func hostProbesAndHostLifecycle(v string) string {
+func hostProbesAndHostLifecycle(r recorder, v string) string {
 	var hosts []string
 	for _, h := range []string{"livenessProbe", "readinessProbe", "startupProbe", "lifecycle.?postStart", "lifecycle.?preStop"} {
 		for _, a := range []string{"httpGet", "tcpSocket"} {
 			hosts = append(hosts, "("+isSet("k.c.?"+h+".?"+a)+" && "+strOf("k.c.?"+h+".?"+a+".?host")+" != '')")
 		}
 	}
-	return "(" + v + ".k.exists(k, " + strings.Join(hosts, " || ") + ") ? [" + noFieldErrors + "] : [])"
+	return "(" + v + ".k.exists(k, " + strings.Join(hosts, " || ") + ") ? [" + r.noFieldErrors() + "] : [])"
 }
 
 // privileged 1.0: privileged not true.
-func privileged(v string) string {
-	return perContainer(v, when(isTrue(sc("k")+".?privileged"), forbiddenText(containerField("k", ".securityContext.privileged"), "k.n", "'true'")))
+func privileged(r recorder, v string) string {
+	return perContainer(v, when(isTrue(sc("k")+".?privileged"), r.forbiddenText(containerField("k", ".securityContext.privileged"), "k.n", "'true'")))
 }
 
 // procMount 1.0: procMount unset or Default.
-func procMount(v string) string {
+func procMount(r recorder, v string) string {
 	pm := sc("k") + ".?procMount"
-	return perContainer(v, when(isSet(pm)+" && "+strOf(pm)+" != 'Default'", forbiddenString(containerField("k", ".securityContext.procMount"), "k.n", strOf(pm))))
+	return perContainer(v, when(isSet(pm)+" && "+strOf(pm)+" != 'Default'", r.forbiddenString(containerField("k", ".securityContext.procMount"), "k.n", strOf(pm))))
 }
 
 // allowedVolumeSources and restrictedVolumeSources are restrictedVolumes'
@@ -138,7 +137,7 @@ var (
 )
 
 // restrictedVolumes 1.0: only the allowed volume sources.
-func restrictedVolumes(v string) string {
+func restrictedVolumes(r recorder, v string) string {
 	var allowed []string
 	for _, s := range allowedVolumeSources {
 		allowed = append(allowed, isSet("vol.?"+s))
@@ -149,40 +148,41 @@ func restrictedVolumes(v string) string {
 		kind = isSet("vol.?"+s) + " ? " + q(s) + " : (" + kind + ")"
 	}
 	f := fieldAt{"'spec.volumes[' + string(i) + '].' + t", "'spec.volumes[*].' + t"}
-	return listOf(v+".s.?volumes") + ".transformList(i, vol, " + strings.Join(allowed, " || ") + " ? [] : [" + kind + "].map(t, " + forbiddenEmpty(f, "''") + ")).flatten()"
+	return listOf(v+".s.?volumes") + ".transformList(i, vol, " + strings.Join(allowed, " || ") + " ? [] : [" + kind + "].map(t, " + r.forbiddenEmpty(f, "''") + ")).flatten()"
 }
 
 // runAsNonRoot 1.0: runAsNonRoot true at pod level, or on every container;
 // the pod's and containers' explicit false first, then the containers that
 // did not set it.
-func runAsNonRoot(v string) string {
+func runAsNonRoot(r recorder, v string) string {
 	pod := podSC(v) + ".?runAsNonRoot"
 	podTrue := isTrue(pod)
 	podFalse := "(" + isSet(pod) + " && !" + podTrue + ")"
 	c := sc("k") + ".?runAsNonRoot"
 	f := containerField("k", ".securityContext.runAsNonRoot")
-	explicit := perContainer(v, when(isSet(c)+" && !"+isTrue(c), forbiddenText(f, "k.n", "'false'")))
-	implicit := perContainer(v, when("!"+isSet(c)+" && !"+podTrue, required(f, "k.n")))
-	return when(podFalse, forbiddenText(podField("spec.securityContext.runAsNonRoot"), "''", "'false'")) + " + " + explicit + " + " + implicit
+	explicit := perContainer(v, when(isSet(c)+" && !"+isTrue(c), r.forbiddenText(f, "k.n", "'false'")))
+	implicit := perContainer(v, when("!"+isSet(c)+" && !"+podTrue, r.required(f, "k.n")))
+	return when(podFalse, r.forbiddenText(podField("spec.securityContext.runAsNonRoot"), "''", "'false'")) + " + " + explicit + " + " + implicit
 }
 
 // runAsUser 1.23: runAsUser not 0, at pod level or in a container.
-func runAsUser(v string) string {
+func runAsUser(r recorder, v string) string {
 	zero := func(opt string) string { return "(" + isSet(opt) + " && " + opt + ".orValue(null) == 0)" }
-	pod := when(zero(podSC(v)+".?runAsUser"), forbiddenText(podField("spec.securityContext.runAsUser"), "''", "'0'"))
-	return pod + " + " + perContainer(v, when(zero(sc("k")+".?runAsUser"), forbiddenText(containerField("k", ".securityContext.runAsUser"), "k.n", "'0'")))
+	pod := when(zero(podSC(v)+".?runAsUser"), r.forbiddenText(podField("spec.securityContext.runAsUser"), "''", "'0'"))
+	return pod + " + " + perContainer(v, when(zero(sc("k")+".?runAsUser"), r.forbiddenText(containerField("k", ".securityContext.runAsUser"), "k.n", "'0'")))
 }
 
 // seLinux is seLinuxOptions 1.0 (types) or 1.31 (types with
 // container_engine_t): type from the allowed set, no user, no role; the
 // pod's errors first.
-func seLinux(types []string) func(v string) string {
-	return func(v string) string {
+func seLinux(types []string) func(r recorder, v string) string {
+	return func(r recorder, v string) string {
 		errs := func(opt string, at func(string) fieldAt, name string) string {
 			typ, user, role := strOf(opt+".?type"), strOf(opt+".?user"), strOf(opt+".?role")
-			return "(" + isSet(opt) + " ? " + when("!("+typ+" in ["+strings.Join(quoteAll(types), ", ")+"])", forbiddenString(at("type"), name, typ)) + " + " +
-				when(user+" != ''", forbiddenString(at("user"), name, user)) + " + " +
-				when(role+" != ''", forbiddenString(at("role"), name, role)) + " : [])"
+			// Every type list holds "", so a bad type is never empty.
+			return "(" + isSet(opt) + " ? " + when("!("+typ+" in ["+strings.Join(quoteAll(types), ", ")+"])", r.forbiddenValue(at("type"), name, typ)) + " + " +
+				when(user+" != ''", r.forbiddenValue(at("user"), name, user)) + " + " +
+				when(role+" != ''", r.forbiddenValue(at("role"), name, role)) + " : [])"
 		}
 		pod := errs(podSC(v)+".?seLinuxOptions", func(f string) fieldAt { return podField("spec.securityContext.seLinuxOptions." + f) }, "''")
 		ctrs := perContainer(v, errs(sc("k")+".?seLinuxOptions", func(f string) fieldAt {
@@ -203,26 +203,26 @@ func validSeccomp(opt string) string {
 
 // seccompBaseline 1.19: a seccompProfile set at pod or container level
 // has type RuntimeDefault or Localhost.
-func seccompBaseline(v string) string {
+func seccompBaseline(r recorder, v string) string {
 	bad := func(opt string) string { return isSet(opt) + " && !" + validSeccomp(opt) }
 	pod := podSC(v) + ".?seccompProfile"
 	c := sc("k") + ".?seccompProfile"
-	return when(bad(pod), forbiddenString(podField("spec.securityContext.seccompProfile.type"), "''", strOf(pod+".?type"))) + " + " +
-		perContainer(v, when(bad(c), forbiddenString(containerField("k", ".securityContext.seccompProfile.type"), "k.n", strOf(c+".?type"))))
+	return when(bad(pod), r.forbiddenString(podField("spec.securityContext.seccompProfile.type"), "''", strOf(pod+".?type"))) + " + " +
+		perContainer(v, when(bad(c), r.forbiddenString(containerField("k", ".securityContext.seccompProfile.type"), "k.n", strOf(c+".?type"))))
 }
 
 // seccompRestricted 1.19: as seccompBaseline, and a container without a
 // profile needs a valid pod profile; when a profile is bad, only the bad
 // profiles are reported.
-func seccompRestricted(v string) string {
+func seccompRestricted(r recorder, v string) string {
 	pod := podSC(v) + ".?seccompProfile"
 	c := sc("k") + ".?seccompProfile"
 	podSet := "(" + isSet(pod) + " && " + validSeccomp(pod) + ")"
-	implicit := perContainer(v, when("!"+isSet(c)+" && !"+podSet, required(containerField("k", ".securityContext.seccompProfile.type"), "k.n")))
-	return "[" + seccompBaseline(v) + "].map(bad, size(bad) > 0 ? bad : " + implicit + ")[0]"
+	implicit := perContainer(v, when("!"+isSet(c)+" && !"+podSet, r.required(containerField("k", ".securityContext.seccompProfile.type"), "k.n")))
+	return "[" + seccompBaseline(r, v) + "].map(bad, size(bad) > 0 ? bad : " + implicit + ")[0]"
 }
 
-func seccompRestricted125(v string) string { return exemptWindows(v, seccompRestricted(v)) }
+func seccompRestricted125(r recorder, v string) string { return exemptWindows(v, seccompRestricted(r, v)) }
 
 // sysctls are the allowed sysctls of each version of the sysctls check.
 var (
@@ -233,17 +233,17 @@ var (
 )
 
 // sysctls checks the pod's sysctls names against the allowed set.
-func sysctls(allowed []string) func(v string) string {
-	return func(v string) string {
+func sysctls(allowed []string) func(r recorder, v string) string {
+	return func(r recorder, v string) string {
 		name := strOf("s.?name")
 		f := fieldAt{"'spec.securityContext.sysctls[' + string(i) + '].name'", "'spec.securityContext.sysctls[*].name'"}
-		return listOf(podSC(v)+".?sysctls") + ".transformList(i, s, " + when("!("+name+" in ["+strings.Join(quoteAll(allowed), ", ")+"])", forbiddenString(f, "''", name)) + ").flatten()"
+		return listOf(podSC(v)+".?sysctls") + ".transformList(i, s, " + when("!("+name+" in ["+strings.Join(quoteAll(allowed), ", ")+"])", r.forbiddenString(f, "''", name)) + ").flatten()"
 	}
 }
 
 // windowsHostProcess 1.0: hostProcess not true, the pod's error first.
-func windowsHostProcess(v string) string {
+func windowsHostProcess(r recorder, v string) string {
 	hp := ".?windowsOptions.?hostProcess"
-	return when(isTrue(podSC(v)+hp), forbiddenText(podField("spec.securityContext.windowsOptions.hostProcess"), "''", "'true'")) + " + " +
-		perContainer(v, when(isTrue(sc("k")+hp), forbiddenText(containerField("k", ".securityContext.windowsOptions.hostProcess"), "k.n", "'true'")))
+	return when(isTrue(podSC(v)+hp), r.forbiddenText(podField("spec.securityContext.windowsOptions.hostProcess"), "''", "'true'")) + " + " +
+		perContainer(v, when(isTrue(sc("k")+hp), r.forbiddenText(containerField("k", ".securityContext.windowsOptions.hostProcess"), "k.n", "'true'")))
 }

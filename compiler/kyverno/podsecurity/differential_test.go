@@ -100,7 +100,9 @@ func TestChecksAgreeWithTheForksChecks(t *testing.T) {
 			if v.Records == nil {
 				continue // seccompProfile_baseline 1.0 reads annotations no claimed version selects
 			}
-			eval := program(t, []Variable{{"kpsPod", DefaultView(specOf, metaOf)}}, "["+v.Records("variables.kpsPod")+"].map(d, "+segment(c, "d", "d", "'spec'")+")[0]")
+			// The records an exclusion reads (full) print as the short ones.
+			eval := program(t, []Variable{{"kpsPod", DefaultView(specOf, metaOf)}}, "["+v.Records(recorder{raw: c.readsRecords()}, "variables.kpsPod")+"].map(d, "+segment(c, "d", "d", "'spec'")+")[0]")
+			evalFull := program(t, []Variable{{"kpsPod", DefaultView(specOf, metaOf)}}, "["+v.Records(recorder{full: true}, "variables.kpsPod")+"].map(d, "+segment(c, "d", "d", "'spec'")+")[0]")
 			for _, p := range pods {
 				typed, ok := decodePod(p.Object)
 				if !ok {
@@ -109,6 +111,9 @@ func TestChecksAgreeWithTheForksChecks(t *testing.T) {
 				}
 				got, err := eval(p.Object)
 				require.NoError(t, err, "%s v1.%d on %s", c.ID, v.Minor, p.Name)
+				full, err := evalFull(p.Object)
+				require.NoError(t, err, "%s v1.%d on %s (full records)", c.ID, v.Minor, p.Name)
+				assert.Equal(t, got, full, "%s v1.%d on %s (full records)", c.ID, v.Minor, p.Name)
 				res := forks[i].Versions[j].CheckPod(&typed.ObjectMeta, &typed.Spec, policy.WithFieldErrors())
 				want := ""
 				if !res.Allowed {
@@ -225,7 +230,7 @@ func TestChecksDecideAlikeOnTypedPods(t *testing.T) {
 			if v.Records == nil {
 				continue
 			}
-			eval := program(t, []Variable{{"kpsPod", DefaultView(specOf, metaOf)}}, "["+v.Records("variables.kpsPod")+"].map(d, "+segment(c, "d", "d", "'spec'")+")[0]")
+			eval := program(t, []Variable{{"kpsPod", DefaultView(specOf, metaOf)}}, "["+v.Records(recorder{raw: c.readsRecords()}, "variables.kpsPod")+"].map(d, "+segment(c, "d", "d", "'spec'")+")[0]")
 			for _, p := range pods {
 				if _, ok := decodePod(p.Object); !ok {
 					continue

@@ -23,11 +23,15 @@ type Check struct {
 // the CEL records of the check over a view, and its typed verdict.
 type Version struct {
 	Minor   int
-	Records func(view string) string
+	Records func(r recorder, view string) string
 	// Fails is the typed verdict (fails.go): true when Records are not
 	// empty, on a pod its schema's shape.
 	Fails func(*TypedPod) string
 }
+
+// readsRecords says the check's reason reads its records (their raw
+// values), not only a constant.
+func (c Check) readsRecords() bool { return c.reason("a") != c.reason("b") }
 
 func static(reason string) func(string) string { return func(string) string { return q(reason) } }
 

@@ -82,7 +82,8 @@ func SpecPath(root string) string {
 // view pod after the covering exclusions: Kyverno's FormatChecksPrint of
 // the check, or ” when it passes. where is SpecPath's value.
 func checkSegment(c Check, v Version, pod, where string, covering []exclusion) string {
-	recs := v.Records(pod)
+	r := recorder{full: len(covering) > 0, raw: c.readsRecords()}
+	recs := v.Records(r, pod)
 	if len(covering) == 0 {
 		return "[" + recs + "].map(d, " + segment(c, "d", "d", where) + ")[0]"
 	}
@@ -94,7 +95,7 @@ func checkSegment(c Check, v Version, pod, where string, covering []exclusion) s
 	}
 	var quals []string
 	for _, x := range covering {
-		quals = append(quals, x.qualifying(v.Records(x.view), key))
+		quals = append(quals, x.qualifying(v.Records(r, x.view), key))
 	}
 	remaining := "d.transformList(i, r, size(d.slice(0, i).filter(s, " + key("s") + " == " + key("r") + ")) < size(qs.filter(e, e == " + key("r") + ")) ? [] : [r]).flatten()"
 	return "[" + recs + "].map(d, [" + strings.Join(quals, " + ") + "].map(qs, [" + remaining + "].map(rest, " + segment(c, "d", "rest", where) + ")[0])[0])[0]"
@@ -108,8 +109,10 @@ func checkSegment(c Check, v Version, pod, where string, covering []exclusion) s
 // "spec.template.metadata", whatever the kind (strings.ReplaceAll, as
 // CEL's replace does).
 func segment(c Check, all, rest, where string) string {
-	shown := "e[0].replace('spec', " + where + ").replace('metadata', 'spec.template.metadata') + e[3].substring(size(e[0]))"
-	return "size(" + rest + ") == 0 ? '' : '(Forbidden reason: ' + " + c.reason(all) + " + ', field error list: [' + " + rest + ".filter(e, e[0] != '').map(e, " + shown + ").join(', ') + '])'"
+	field := slot("e", slotField)
+	shown := field + ".replace('spec', " + where + ").replace('metadata', 'spec.template.metadata') + " + slot("e", slotRest)
+	head := concat(concat(q("(Forbidden reason: "), c.reason(all)), q(", field error list: ["))
+	return "size(" + rest + ") == 0 ? '' : " + head + " + " + rest + ".filter(e, " + field + " != '').map(e, " + shown + ").join(', ') + '])'"
 }
 
 // exclusion is one exclude and the CEL view of its pod.
@@ -141,8 +144,13 @@ func coveringExcludes(id string, xs []exclusion) []exclusion {
 // Go's map order in Kyverno anyway). Both kinds of exclusion on one check
 // are translated only where the exclusion without images cannot match a
 // container's record (Claimed refuses the rest), so one key serves.
-func byField(r string) string        { return r + "[1]" }
-func byFieldAndName(r string) string { return r + "[1] + '|' + " + r + "[2]" }
+func byField(r string) string { return slot(r, slotStarred) }
+func byFieldAndName(r string) string {
+	return slot(r, slotStarred) + " + '|' + " + slot(r, slotName)
+}
+
+// slot is the CEL of slot i of the record r.
+func slot(r string, i int) string { return fmt.Sprintf("%s[%d]", r, i) }
 
 // qualifying are the keys of the records (over the exclusion's view) that
 // remove a record of the pod: at the restricted field (any when none is
@@ -150,14 +158,14 @@ func byFieldAndName(r string) string { return r + "[1] + '|' + " + r + "[2]" }
 func (x exclusion) qualifying(recs string, key func(string) string) string {
 	cond := "true"
 	if x.RestrictedField != "" {
-		cond = "e[1] == " + q(x.RestrictedField)
+		cond = slot("e", slotStarred) + " == " + q(x.RestrictedField)
 	}
 	if len(x.Values) > 0 {
 		var ms []string
 		for _, p := range x.Values {
 			ms = append(ms, pattern.WildcardMatch(p, "b"))
 		}
-		cond += " && e.slice(5, size(e)).all(b, " + strings.Join(ms, " || ") + ")"
+		cond += fmt.Sprintf(" && e.slice(%d, size(e)).all(b, ", slotValues) + strings.Join(ms, " || ") + ")"
 	}
-	return "(" + recs + ").filter(e, e[0] != '' && " + cond + ").map(e, " + key("e") + ")"
+	return "(" + recs + ").filter(e, " + slot("e", slotField) + " != '' && " + cond + ").map(e, " + key("e") + ")"
 }
