@@ -98,7 +98,8 @@ bench:
 
 ## twins: admitc's translation of every Kyverno pattern fixture (examples/kyverno-pattern) against its
 ## hand-written CEL twin (examples/twins), per fixture and in total: CEL characters in the emitted VAPs,
-## decision time of the fast path over the fixture's resources, and the original's compile time, with
+## decision time of the fast path over the fixture's resources (as the test holds them, and as the API server
+## sends them: defaulted), and the original's compile time, with
 ## issue 31's goals (size <= 2x in total and <= 4x per fixture, time <= 1.5x). Not part of `make test`
 ## (a few minutes on 2 cores); TWINS_FLAGS='-run seccomp -sort name' narrows or reorders it.
 twins:

@@ -104,7 +104,7 @@ func order(ms []twins.Measurement, by string) error {
 // report prints one row per fixture, the totals and the goals.
 func report(out io.Writer, ms []twins.Measurement) error {
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "fixture\tcompile ms\tCEL translation\tCEL twin\tsize ×\tµs/decision translation\tµs/decision twin\ttime ×\t")
+	fmt.Fprintln(w, "fixture\tcompile ms\tCEL translation\tCEL twin\tsize ×\tµs/decision translation\tµs/decision twin\ttime ×\tserved: translation\ttwin\t×\t")
 	var total twins.Measurement
 	over := 0
 	for _, m := range ms {
@@ -114,6 +114,8 @@ func report(out io.Writer, ms []twins.Measurement) error {
 		total.CELTwin += m.CELTwin
 		total.DecideOriginal += m.DecideOriginal
 		total.DecideTwin += m.DecideTwin
+		total.ServedOriginal += m.ServedOriginal
+		total.ServedTwin += m.ServedTwin
 		total.Resources += m.Resources
 		if m.SizeRatio() > goalFixtureSize {
 			over++
@@ -124,17 +126,20 @@ func report(out io.Writer, ms []twins.Measurement) error {
 		return err
 	}
 	fmt.Fprintf(out, "\nµs/decision: the time to admit each of a fixture's resources once (CREATE, fast path), in the fastest of the timing rounds,\n"+
-		"over their number; the total row admits every fixture's resources once.\n")
+		"over their number; the total row admits every fixture's resources once. served: the same over the resources as the API\n"+
+		"server hands them to admission (decoded into their type, defaulted, encoded again), as the webhook sees them.\n")
 	fmt.Fprintf(out, "goal: CEL size total ≤ %.0f×: %.1f× %s\n", goalTotalSize, total.SizeRatio(), verdict(total.SizeRatio() <= goalTotalSize))
 	fmt.Fprintf(out, "goal: no fixture over %.0f×: %d of %d over %s\n", goalFixtureSize, over, len(ms), verdict(over == 0))
-	fmt.Fprintf(out, "goal: decision time ≤ %.1f×: %.1f× %s\n", goalTime, total.TimeRatio(), verdict(total.TimeRatio() <= goalTime))
+	fmt.Fprintf(out, "goal: decision time ≤ %.1f×: %.1f× %s (served: %.1f× %s)\n", goalTime, total.TimeRatio(), verdict(total.TimeRatio() <= goalTime),
+		total.ServedRatio(), verdict(total.ServedRatio() <= goalTime))
 	return nil
 }
 
 func row(w io.Writer, name string, m twins.Measurement) {
 	perDecision := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 / float64(m.Resources) }
-	fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%.1f×\t%.1f\t%.1f\t%.1f×\t\n", name, m.CompileOriginal.Milliseconds(),
-		m.CELOriginal, m.CELTwin, m.SizeRatio(), perDecision(m.DecideOriginal), perDecision(m.DecideTwin), m.TimeRatio())
+	fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%.1f×\t%.1f\t%.1f\t%.1f×\t%.1f\t%.1f\t%.1f×\t\n", name, m.CompileOriginal.Milliseconds(),
+		m.CELOriginal, m.CELTwin, m.SizeRatio(), perDecision(m.DecideOriginal), perDecision(m.DecideTwin), m.TimeRatio(),
+		perDecision(m.ServedOriginal), perDecision(m.ServedTwin), m.ServedRatio())
 }
 
 func verdict(ok bool) string {
