@@ -31,7 +31,20 @@ var functions = map[string]jmesFunction{
 	"regex_match": {2, lowerRegexMatch},
 	"join":        {2, lowerJoin},
 	"split":       {2, lowerSplit},
+	"to_array":    {1, func(_ *translator, a []string) string { return isList(a[0]) + " ? " + a[0] + " : [" + a[0] + "]" }},
+	"not_null":    {variadic, lowerNotNull},
+	"type":        {1, lowerType},
+	"reverse":     {1, lowerReverse},
+	"abs":         {1, lowerAbs},
+	"floor":       {1, func(_ *translator, a []string) string { return lowerRound("floor", a[0], false) }},
+	"ceil":        {1, func(_ *translator, a []string) string { return lowerRound("ceil", a[0], true) }},
+	"max":         {1, func(t *translator, a []string) string { return lowerExtreme(t, "max", ">=", a[0]) }},
+	"min":         {1, func(t *translator, a []string) string { return lowerExtreme(t, "min", "<=", a[0]) }},
+	"sort":        {1, lowerSort},
 }
+
+// variadic is the arity of a function that takes one argument or more.
+const variadic = -1
 
 // functionNames lists the functions of the subset, sorted.
 func functionNames() string {
@@ -51,7 +64,10 @@ func (t *translator) function(n gojmespath.ASTNode, cur value) (string, error) {
 	if !ok {
 		return "", t.refuse("function %s() is not in the subset admitc translates (%s); %s", name, functionNames(), rewriteOrKeep)
 	}
-	if len(n.Children) != f.arity {
+	if f.arity == variadic && len(n.Children) == 0 {
+		return "", t.refuse("%s() takes one argument or more: correct the call", name)
+	}
+	if f.arity != variadic && len(n.Children) != f.arity {
 		return "", t.refuse("%s() takes %d argument(s): correct the call", name, f.arity)
 	}
 	if t.scope.Capture {
@@ -148,4 +164,76 @@ func lowerJoin(t *translator, a []string) string {
 // which CEL's split is (an empty separator splits into characters).
 func lowerSplit(_ *translator, a []string) string {
 	return isString(a[0]) + " && " + isString(a[1]) + " ? dyn(" + a[0] + ".split(" + a[1] + ")) : " + invalidType("split")
+}
+
+// lowerNotNull is not_null(): its first argument that is not null, or
+// null.
+func lowerNotNull(_ *translator, a []string) string {
+	out := "null"
+	for i := len(a) - 1; i >= 0; i-- {
+		out = a[i] + " != null ? " + a[i] + " : " + out
+	}
+	return out
+}
+
+// lowerType is type(): JMESPath's name of the value's type.
+func lowerType(_ *translator, a []string) string {
+	v := a[0]
+	return isString(v) + " ? 'string' : " + isList(v) + " ? 'array' : type(" + v + ") == map ? 'object' : " + v + " == null ? 'null' : type(" + v + ") == bool ? 'boolean' : 'number'"
+}
+
+// lowerReverse is reverse() of a list or a string (its runes; CEL's
+// substring counts code points).
+func lowerReverse(t *translator, a []string) string {
+	v, i := a[0], t.name()
+	at := "size(" + v + ") - 1 - " + i
+	return isList(v) + " ? dyn(lists.range(size(" + v + ")).map(" + i + ", " + v + "[" + at + "])) : " +
+		isString(v) + " ? dyn(lists.range(size(" + v + ")).map(" + i + ", " + v + ".substring(" + at + ", size(" + v + ") - " + i + ")).join('')) : " + invalidType("reverse")
+}
+
+// lowerAbs is abs() of a number, Go's math.Abs: never -0.
+func lowerAbs(_ *translator, a []string) string {
+	d := "double(" + a[0] + ")"
+	return isNumber(a[0]) + " ? (" + d + " < 0.0 ? -" + d + " : " + d + " == 0.0 ? 0.0 : " + d + ") : " + invalidType("abs")
+}
+
+// lowerRound is floor() (or ceil()) of a number, Go's math.Floor (Ceil):
+// a float64 beyond 2^53 is an integer already; below it int() truncates
+// toward zero and a fraction moves it down (up) by one.
+func lowerRound(name, v string, up bool) string {
+	d := "double(" + v + ")"
+	trunc := "double(int(" + d + "))"
+	moved, away := trunc+" - 1.0", d+" < 0.0"
+	if up {
+		moved, away = trunc+" + 1.0", d+" > 0.0"
+	}
+	big := "(" + d + " >= 9007199254740992.0 || " + d + " <= -9007199254740992.0)"
+	// Go's Ceil of a number in (-1, 0) is -0, CEL's double(int()) of it
+	// is 0: the one case written apart.
+	negZero := ""
+	if up {
+		negZero = d + " > -1.0 && " + d + " < 0.0 ? -0.0 : "
+	}
+	return isNumber(v) + " ? (" + big + " || " + trunc + " == " + d + " ? " + d + " : " + negZero + "(" + away + " ? " + moved + " : " + trunc + ")) : " + invalidType(name)
+}
+
+// lowerExtreme is max() (op >=) or min() (<=) of a list of numbers (as
+// float64) or of strings: the first element no other passes, null for an
+// empty list; a list of neither fails.
+func lowerExtreme(t *translator, name, op, v string) string {
+	x, y, l := t.name(), t.name(), t.name()
+	pick := func(l string) string {
+		return "size(" + l + ") == 0 ? dyn(null) : dyn(" + l + ".filter(" + x + ", " + l + ".all(" + y + ", " + x + " " + op + " " + y + "))[0])"
+	}
+	nums := bind(l, v+".map("+x+", double("+x+"))", pick(l))
+	return isList(v) + " && " + v + ".all(" + x + ", " + isNumber(x) + ") ? dyn(" + nums + ") : " +
+		isList(v) + " && " + v + ".all(" + x + ", " + isString(x) + ") ? dyn(" + pick(v) + ") : " + invalidType(name)
+}
+
+// lowerSort is sort() of a list of numbers (as float64) or of strings
+// (bytewise, as Go's sort.Strings and CEL's string order).
+func lowerSort(t *translator, a []string) string {
+	v, x := a[0], t.name()
+	return isList(v) + " && " + v + ".all(" + x + ", " + isNumber(x) + ") ? dyn(" + v + ".map(" + x + ", double(" + x + ")).sort()) : " +
+		isList(v) + " && " + v + ".all(" + x + ", " + isString(x) + ") ? dyn(" + v + ".sort()) : " + invalidType("sort")
 }

@@ -51,6 +51,30 @@ var functionQueries = []struct {
 	{"length(request.object.v)", false},
 	{"starts_with(request.object.v, request.object.w)", false},
 	{"contains(request.object.v, request.object.w)", false},
+	{"to_array(request.object.v)", false},
+	{"length(to_array(request.object.l))", false},
+	{"not_null(request.object.v, request.object.w, 'none')", false},
+	{"not_null(request.object.v)", false},
+	{"type(request.object.v)", false},
+	{"reverse(request.object.v)", false},
+	{"reverse(request.object.l)", false},
+	{"abs(request.object.v)", false},
+	{"floor(request.object.v)", false},
+	{"ceil(request.object.v)", false},
+	{"max(request.object.v)", false},
+	{"min(request.object.l)", false},
+	{"max(request.object.l)", false},
+	{"sort(request.object.v)", false},
+	{"sort(request.object.l)", false},
+	{"request.object.l[?type(@) == 'string'] | sort(@)", false},
+	{"abs(request.object.n)", false},
+	{"floor(request.object.n)", false},
+	{"ceil(request.object.n)", false},
+	{"max(request.object.k)", false},
+	{"min(request.object.k)", false},
+	{"sort(request.object.k)", false},
+	{"reverse(request.object.k)", false},
+	{"type(request.object.n)", false},
 }
 
 // functionStrings are strings at the edges of the functions: non-ASCII
@@ -67,7 +91,7 @@ func functionValue(rng *rand.Rand, depth int) any {
 	case n < 10:
 		return functionStrings[rng.Intn(len(functionStrings))]
 	case n < 11:
-		return []any{0, 3, -7, 2.5, 16777216, 16777217, 1e20, 0.1}[rng.Intn(8)]
+		return []any{0, 3, -7, 2.5, 16777216, 16777217, 1e20, 0.1, -0.5, -2.5, -1e20, -0.75}[rng.Intn(12)]
 	case n == 11:
 		return nil
 	case n == 12:
@@ -77,6 +101,10 @@ func functionValue(rng *rand.Rand, depth int) any {
 		for i := rng.Intn(4); i > 0; i-- {
 			if rng.Intn(4) == 0 {
 				l = append(l, functionValue(rng, depth+1))
+				continue
+			}
+			if rng.Intn(3) == 0 {
+				l = append(l, []any{0, 3, -7, 2.5, -0.5, 1e20, -1e20, 0.1}[rng.Intn(8)])
 				continue
 			}
 			l = append(l, functionStrings[rng.Intn(len(functionStrings))])
@@ -122,6 +150,20 @@ func TestFunctionsAsKyverno(t *testing.T) {
 					obj[k] = functionValue(rng, 0)
 				}
 			}
+			// n a number, k a list of numbers (now and then one string).
+			numbers := []any{0, 3, -7, 2.5, -0.5, -0.75, 0.1, -2.5, 1e20, -1e20, 12345.678, -3}
+			if rng.Intn(10) > 0 {
+				obj["n"] = numbers[rng.Intn(len(numbers))]
+			}
+			k := []any{}
+			for i := rng.Intn(5); i > 0; i-- {
+				if rng.Intn(20) == 0 {
+					k = append(k, "a")
+					continue
+				}
+				k = append(k, numbers[rng.Intn(len(numbers))])
+			}
+			obj["k"] = k
 			if rng.Intn(3) > 0 {
 				obj["w"] = []any{",", "", "^a", "[a-z]+", "(", ", ", "ß"}[rng.Intn(7)]
 			}
