@@ -82,7 +82,9 @@ func capabilitiesRestricted(r recorder, v string) string {
 	return drops + " + " + adds
 }
 
-func capabilitiesRestricted125(r recorder, v string) string { return exemptWindows(v, capabilitiesRestricted(r, v)) }
+func capabilitiesRestricted125(r recorder, v string) string {
+	return exemptWindows(v, capabilitiesRestricted(r, v))
+}
 
 // hostNamespaces 1.0: hostNetwork, hostPID and hostIPC not true.
 func hostNamespaces(r recorder, v string) string {
@@ -222,7 +224,9 @@ func seccompRestricted(r recorder, v string) string {
 	return "[" + seccompBaseline(r, v) + "].map(bad, size(bad) > 0 ? bad : " + implicit + ")[0]"
 }
 
-func seccompRestricted125(r recorder, v string) string { return exemptWindows(v, seccompRestricted(r, v)) }
+func seccompRestricted125(r recorder, v string) string {
+	return exemptWindows(v, seccompRestricted(r, v))
+}
 
 // sysctls are the allowed sysctls of each version of the sysctls check.
 var (
