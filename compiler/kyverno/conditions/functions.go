@@ -41,6 +41,17 @@ var functions = map[string]jmesFunction{
 	"max":         {1, func(t *translator, a []string) string { return lowerExtreme(t, "max", ">=", a[0]) }},
 	"min":         {1, func(t *translator, a []string) string { return lowerExtreme(t, "min", "<=", a[0]) }},
 	"sort":        {1, lowerSort},
+	"equal_fold":  {2, lowerEqualFold},
+	"replace":     {4, lowerReplace},
+	"replace_all": {3, func(_ *translator, a []string) string {
+		return isString(a[0]) + " && " + isString(a[1]) + " && " + isString(a[2]) + " ? " + a[0] + ".replace(" + a[1] + ", " + a[2] + ") : " + invalidType("replace_all")
+	}},
+	"trim":          {2, lowerTrim},
+	"trim_prefix":   {2, func(_ *translator, a []string) string { return stringMethod("trim_prefix", "", a) }},
+	"to_boolean":    {1, lowerToBoolean},
+	"label_match":   {2, lowerLabelMatch},
+	"pattern_match": {2, lowerPatternMatch},
+	"truncate":      {2, lowerTruncate},
 }
 
 // variadic is the arity of a function that takes one argument or more.
@@ -112,6 +123,10 @@ func lowerContains(_ *translator, a []string) string {
 }
 
 func stringMethod(name, method string, a []string) string {
+	if method == "" {
+		// trim_prefix: strings.TrimPrefix.
+		return isString(a[0]) + " && " + isString(a[1]) + " ? (" + a[0] + ".startsWith(" + a[1] + ") ? " + a[0] + ".substring(size(" + a[1] + ")) : " + a[0] + ") : " + invalidType(name)
+	}
 	return isString(a[0]) + " && " + isString(a[1]) + " ? " + a[0] + "." + method + "(" + a[1] + ") : " + invalidType(name)
 }
 
@@ -236,4 +251,61 @@ func lowerSort(t *translator, a []string) string {
 	v, x := a[0], t.name()
 	return isList(v) + " && " + v + ".all(" + x + ", " + isNumber(x) + ") ? dyn(" + v + ".map(" + x + ", double(" + x + ")).sort()) : " +
 		isList(v) + " && " + v + ".all(" + x + ", " + isString(x) + ") ? dyn(" + v + ".sort()) : " + invalidType("sort")
+}
+
+// lowerEqualFold is Kyverno's equal_fold(), strings.EqualFold: Unicode's
+// case folding, which CEL has for ASCII only (lowerAscii), so a string
+// with a non-ASCII character is an evaluation error.
+func lowerEqualFold(_ *translator, a []string) string {
+	return isString(a[0]) + " && " + isString(a[1]) + " ? (" + isASCII(a[0]) + " && " + isASCII(a[1]) + " ? " + a[0] + ".lowerAscii() == " + a[1] + ".lowerAscii() : " +
+		raise("admitc does not fold the case of a non-ASCII string in equal_fold()") + ") : " + invalidType("equal_fold")
+}
+
+// lowerReplace is Kyverno's replace(s, old, new, n), strings.Replace with
+// n as Go's int() of the number (CEL's replace is strings.Replace; n < 0
+// replaces all); a count beyond int64 is an evaluation error.
+func lowerReplace(_ *translator, a []string) string {
+	n := "double(" + a[3] + ")"
+	return isString(a[0]) + " && " + isString(a[1]) + " && " + isString(a[2]) + " && " + isNumber(a[3]) + " ? (" + n + " > -9.2e18 && " + n + " < 9.2e18 ? " +
+		a[0] + ".replace(" + a[1] + ", " + a[2] + ", int(" + n + ")) : " + raise("admitc does not replace a count beyond int64 in replace()") + ") : " + invalidType("replace")
+}
+
+// lowerTrim is Kyverno's trim(s, cutset), strings.Trim: the characters of
+// s from the first to the last that is not in cutset.
+func lowerTrim(t *translator, a []string) string {
+	s, cut, i, k := a[0], a[1], t.name(), t.name()
+	kept := "lists.range(size(" + s + ")).filter(" + i + ", !" + cut + ".contains(" + s + ".substring(" + i + ", " + i + " + 1)))"
+	return isString(s) + " && " + isString(cut) + " ? " + bind(k, kept, "size("+k+") == 0 ? '' : "+s+".substring("+k+"[0], "+k+"[size("+k+") - 1] + 1)") + " : " + invalidType("trim")
+}
+
+// lowerToBoolean is Kyverno's to_boolean(): "true" or "false" in any case
+// (Go's strings.ToLower maps no other character to those letters), else
+// an error.
+func lowerToBoolean(_ *translator, a []string) string {
+	l := a[0] + ".lowerAscii()"
+	return isString(a[0]) + " ? (" + l + " == 'true' ? true : " + l + " == 'false' ? false : " + raise("to_boolean(): lowercase argument must be 'true' or 'false'") + ") : " + invalidType("to_boolean")
+}
+
+// lowerLabelMatch is Kyverno's label_match(selector, labels): every key
+// of the selector is in labels with an equal value.
+func lowerLabelMatch(t *translator, a []string) string {
+	k := t.name()
+	return "type(" + a[0] + ") == map && type(" + a[1] + ") == map ? " + a[0] + ".all(" + k + ", " + k + " in " + a[1] + " && " + a[1] + "[" + k + "] == " + a[0] + "[" + k + "]) : " + invalidType("label_match")
+}
+
+// lowerPatternMatch is Kyverno's pattern_match(pattern, value):
+// wildcard.Match of the pattern on the value, a string or a number
+// written as regex_match writes it.
+func lowerPatternMatch(_ *translator, a []string) string {
+	return isString(a[0]) + " && (" + isString(a[1]) + " || " + isNumber(a[1]) + ") ? " + wild(a[0], kyvernoText(a[1])) + " : " + invalidType("pattern_match")
+}
+
+// lowerTruncate is Kyverno's truncate(s, n): the first n characters
+// (runes) of s, n as Go's int() of the number; none below 1.
+func lowerTruncate(_ *translator, a []string) string {
+	n := "double(" + a[1] + ")"
+	// Go's int() of a float64 beyond int64 is the platform's (amd64: the
+	// least int64, so ""; arm64: the greatest, so s): an error here.
+	return isString(a[0]) + " && " + isNumber(a[1]) + " ? (" + n + " <= -9.2e18 || " + n + " >= 9.2e18 ? " + raise("admitc does not truncate at a length beyond int64 in truncate()") + " : " +
+		n + " < 1.0 ? '' : " + n + " >= double(size(" + a[0] + ")) ? " + a[0] + " : " + a[0] + ".substring(0, int(" + n + "))) : " + invalidType("truncate")
 }

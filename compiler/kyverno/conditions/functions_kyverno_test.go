@@ -75,6 +75,20 @@ var functionQueries = []struct {
 	{"sort(request.object.k)", false},
 	{"reverse(request.object.k)", false},
 	{"type(request.object.n)", false},
+	{"equal_fold(request.object.v, request.object.w)", false},
+	{"equal_fold(request.object.v, 'abc')", false},
+	{"replace(request.object.v, request.object.w, '-', request.object.n)", false},
+	{"replace(request.object.v, ',', '', `-1`)", false},
+	{"replace_all(request.object.v, request.object.w, '_')", false},
+	{"trim(request.object.v, request.object.w)", false},
+	{"trim(request.object.v, 'a ')", false},
+	{"trim_prefix(request.object.v, request.object.w)", false},
+	{"to_boolean(request.object.v)", false},
+	{"label_match(request.object.v, request.object.m)", false},
+	{"pattern_match(request.object.w, request.object.v)", false},
+	{"pattern_match('a*', request.object.v)", false},
+	{"truncate(request.object.v, request.object.n)", false},
+	{"truncate(request.object.v, `2`)", false},
 }
 
 // functionStrings are strings at the edges of the functions: non-ASCII
@@ -82,6 +96,7 @@ var functionQueries = []struct {
 var functionStrings = []string{
 	"", "a", "abc", "ABC", "Hello World", "a,b,,c", ",", ", ", "a, b", "straße", "ÄB", "ǅ", "İi", "中文", "é", "x\ty",
 	"^a", "(", "[a-z]+", "a.c", "\\d+", "(?i)A", "$", "16777216", "3", "2.5", "web-1", "ab", "ba", "a b c",
+	"true", "FALSE", "True", "tRuE", "*", "a*", "?b", "web-*", "  a  ", "aaa",
 }
 
 // functionValue is a seeded JSON value: mostly strings, and numbers, null,
@@ -164,8 +179,19 @@ func TestFunctionsAsKyverno(t *testing.T) {
 				k = append(k, numbers[rng.Intn(len(numbers))])
 			}
 			obj["k"] = k
+			// m a map like v's, sharing its keys now and then.
+			if rng.Intn(4) > 0 {
+				obj["m"] = functionValue(rng, 1)
+				if v, ok := obj["v"].(map[string]any); ok && rng.Intn(2) == 0 {
+					m := map[string]any{"z": "1"}
+					for key, val := range v {
+						m[key] = val
+					}
+					obj["m"] = m
+				}
+			}
 			if rng.Intn(3) > 0 {
-				obj["w"] = []any{",", "", "^a", "[a-z]+", "(", ", ", "ß"}[rng.Intn(7)]
+				obj["w"] = []any{",", "", "^a", "[a-z]+", "(", ", ", "ß", "a", "A", "ABC", "a*", "*c", "?", " ", "web-*"}[rng.Intn(15)]
 			}
 			data, err := json.Marshal(obj)
 			require.NoError(t, err)
