@@ -96,10 +96,10 @@ var worstRefusals = map[string]struct{ policy, want string }{
 		`p.yaml:23:20: spec.rules[0].validate.deny.conditions.any[0].value: validate.deny: JMESPath "podprioritydict.data.\"{{request.object.metadata.namespace}}\"": ` +
 			`podprioritydict is neither declared in the rule's context before it is read nor a variable Kyverno provides that admitc translates (request, serviceAccountName, serviceAccountNamespace, images; element, elementIndex, elementN and elementIndexN inside a foreach): ` +
 			`declare podprioritydict in the rule's context, before the entries that read it, or correct the name`},
-	"nested variables as a function's arguments": {
-		podRule(denyBody(`"{{ starts_with('{{ request.object.metadata.name }}', '{{ request.namespace }}') }}"`, "false")),
-		`p.yaml:19:18: spec.rules[0].validate.deny.conditions.any[0].key: validate.deny: JMESPath "starts_with('{{ request.object.metadata.name }}', '{{ request.namespace }}')": ` +
-			`a {{ }} variable inside another is translated only where it names a field (a."{{ x }}"); write the query without it, or keep the rule under Kyverno`},
+	"a nested variable in a JSON literal": {
+		podRule(denyBody("'{{ contains(`[\"{{ request.namespace }}\"]`, ''x'') }}'", "false")),
+		`p.yaml:19:18: spec.rules[0].validate.deny.conditions.any[0].key: validate.deny: JMESPath "contains(` + "`" + `[\"{{ request.namespace }}\"]` + "`" + `, 'x')": ` +
+			`a {{ }} variable inside another is translated only where it names a field (a."{{ x }}") or stands in a raw string ('{{ x }}'); write the query without it, or keep the rule under Kyverno`},
 	"a field of the request admitc does not translate": {
 		podRule(denyBody(`"{{ request.kind.kind }}"`, "Pod")),
 		`p.yaml:19:18: spec.rules[0].validate.deny.conditions.any[0].key: validate.deny: JMESPath "request.kind.kind": ` +

@@ -17,7 +17,7 @@ import (
 // (kubetyped: a map or list compared with a value of another kind raises
 // there unless the comparison is type-safe).
 func TestConditionsDecideAsKyvernosOperators(t *testing.T) {
-	obj := `{apiVersion: v1, kind: Pod, metadata: {name: web, namespace: apps, labels: {tier: frontend}}, spec: {replicas: 3, type: NodePort, storage: 11Gi, timeout: 90s, ports: [80, 8080], neg: ["-9"], version: 1.2.3, nil: null,
+	obj := `{apiVersion: v1, kind: Pod, metadata: {name: web, namespace: apps, labels: {tier: frontend}}, spec: {replicas: 3, type: NodePort, storage: 11Gi, timeout: 90s, ports: [80, 8080], neg: ["-9"], version: 1.2.3, nil: null, quote: "it's",
 	  labelSelector: {matchLabels: {app: web}},
 	  containers: [{name: a, image: "nginx:latest", args: ["--debug"]}, {name: b, image: "ghcr.io/acme/b:1.0"}]}}`
 	cases := map[string]struct {
@@ -105,6 +105,8 @@ func TestConditionsDecideAsKyvernosOperators(t *testing.T) {
 		"images tag through a nested variable":               {`{any: [{key: "{{images.containers.\"{{request.object.spec.containers[0].name}}\".tag}}", operator: Equals, value: latest}]}`, true},
 		"images bare nested field name":                      {`{any: [{key: "{{images.containers.{{request.object.spec.containers[1].name}}.path}}", operator: Equals, value: acme/b}]}`, true},
 		"images list without images is unknown":              {`{any: [{key: "{{images.initContainers}}", operator: Equals, value: x}]}`, "error"},
+		"nested variables in raw strings":                    {`{any: [{key: "{{ starts_with('{{request.object.metadata.name}}-{{request.object.spec.replicas}}', 'web-3') }}", operator: Equals, value: true}]}`, true},
+		"a nested text holding a quote is an error":          {`{any: [{key: "{{ starts_with('{{request.object.spec.quote}}', 'it') }}", operator: Equals, value: true}]}`, "error"},
 		// A map or list where a scalar is compared: Kyverno's handlers
 		// answer false (NotEquals true), its JMESPath compares deeply.
 		"equals map key and bool":               {`{any: [{key: "{{request.object.spec.labelSelector}}", operator: Equals, value: false}]}`, false},
@@ -160,7 +162,7 @@ func TestMessageSubstitutesVariables(t *testing.T) {
 func TestRefusalsNameTheConstruct(t *testing.T) {
 	cases := map[string]string{
 		`{any: [{key: "{{ imageData.registry }}", operator: Equals, value: x}]}`:                     `any[0].key: JMESPath "imageData.registry": imageData is neither declared in the rule's context before it is read nor a variable Kyverno provides that admitc translates (request, serviceAccountName, serviceAccountNamespace, images; element, elementIndex, elementN and elementIndexN inside a foreach): declare imageData in the rule's context, before the entries that read it, or correct the name`,
-		`{any: [{key: "{{ starts_with('{{ request.name }}', 'x') }}", operator: Equals, value: x}]}`: `any[0].key: JMESPath "starts_with('{{ request.name }}', 'x')": a {{ }} variable inside another is translated only where it names a field (a."{{ x }}"); write the query without it, or keep the rule under Kyverno`,
+		"{any: [{key: \"{{ contains(`[\\\"{{ request.name }}\\\"]`, 'x') }}\", operator: Equals, value: x}]}": `a {{ }} variable inside another is translated only where it names a field (a."{{ x }}") or stands in a raw string ('{{ x }}'); write the query without it, or keep the rule under Kyverno`,
 		`{all: [{key: "{{ request.object.spec | merge(@) }}", operator: Equals, value: x}]}`:         `all[0].key: JMESPath "request.object.spec | merge(@)": function merge() is not in the subset admitc translates (abs, ceil, contains, ends_with, equal_fold, floor, join, keys, label_match, length, max, min, not_null, pattern_match, regex_match, replace, replace_all, reverse, sort, split, starts_with, to_array, to_boolean, to_lower, to_string, to_upper, trim, trim_prefix, truncate, type, values)`,
 		`{any: [{key: "{{ request.object.spec.containers[0:2] }}", operator: Equals, value: x}]}`:    `any[0].key: JMESPath "request.object.spec.containers[0:2]": a slice is not in the subset`,
 		`{any: [{key: a, operator: DurationGreaterThan, value: 1h}]}`:                                `any[0].operator: operator DurationGreaterThan is not translated`,

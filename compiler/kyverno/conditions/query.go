@@ -50,6 +50,10 @@ type Scope struct {
 	// identifiers in the query (the others are quoted).
 	keys     map[string]string
 	bareKeys map[string]bool
+	// rawKeys says which placeholders stand inside a raw string literal
+	// ('{{ x }}-suffix'): the literal is the text with the inner
+	// variable's text spliced in.
+	rawKeys map[string]bool
 	// written is the text of each inner variable as the policy writes it
 	// ({{ request.namespace }}), by placeholder: refusals quote a query as
 	// written, never with admitc's placeholders.
@@ -174,6 +178,9 @@ func (t *translator) node(n gojmespath.ASTNode, cur value, strict bool) (value, 
 	case gojmespath.ASTCurrentNode, gojmespath.ASTIdentity:
 		return cur, nil
 	case gojmespath.ASTLiteral:
+		if text, ok := n.Value.(string); ok && placeholderRegex.MatchString(text) {
+			return t.splicedLiteral(text)
+		}
 		lit, err := literal(n.Value)
 		if err != nil {
 			return value{}, t.refuse("%v; %s", err, rewriteOrKeep)
@@ -691,4 +698,31 @@ func (t *translator) multiSelectList(n gojmespath.ASTNode, cur value) (string, e
 		items = append(items, "dyn("+e+")")
 	}
 	return bind(v, "dyn("+cur.cel+")", v+" == null ? null : dyn(["+strings.Join(items, ", ")+"])"), nil
+}
+
+// splicedLiteral is a raw string literal holding inner {{ }} variables
+// ('^{{ request.namespace }}-'): Kyverno splices each one's text into the
+// query before parsing it, so the literal is the text around them with
+// their texts in between. A text holding ' or \ would end the literal or
+// escape its quote there, changing the query: an evaluation error here.
+func (t *translator) splicedLiteral(text string) (value, error) {
+	var parts []string
+	last := 0
+	for _, loc := range placeholderRegex.FindAllStringIndex(text, -1) {
+		p := text[loc[0]:loc[1]]
+		inner, ok := t.scope.keys[p]
+		if !ok || !t.scope.rawKeys[p] {
+			return value{}, t.refuse("a {{ }} variable inside another is translated only where it names a field (a.\"{{ x }}\") or stands in a raw string ('{{ x }}'): %s; %s", asWritten(p, t.scope.written), rewriteOrKeep)
+		}
+		if loc[0] > last {
+			parts = append(parts, quote(text[last:loc[0]]))
+		}
+		k := t.name()
+		parts = append(parts, bind(k, inner, k+".contains(\"'\") || "+k+".contains('\\\\') ? "+raise("admitc does not splice a text holding ' or \\ into a JMESPath string")+" : "+k))
+		last = loc[1]
+	}
+	if last < len(text) {
+		parts = append(parts, quote(text[last:]))
+	}
+	return value{cel: "(" + strings.Join(parts, " + ") + ")"}, nil
 }

@@ -263,17 +263,19 @@ func nestedText(outer string, inner map[string]string, s Scope, fresh *int, whol
 // text makes; a placeholder anywhere else is refused. written holds each
 // placeholder's variable as the policy writes it, for refusals.
 func queryWithKeys(q string, s Scope, fresh *int, texts, written map[string]string) (string, error) {
-	bare := map[string]bool{}
+	bare, raw := map[string]bool{}, map[string]bool{}
 	for _, loc := range placeholderRegex.FindAllStringIndex(q, -1) {
-		bare[q[loc[0]:loc[1]]] = !quotedAt(q, loc[0])
+		p := q[loc[0]:loc[1]]
+		bare[p] = !quotedAt(q, loc[0])
+		raw[p] = insideQuotes(q, loc[0], '\'') && !quotedAt(q, loc[0]) && !insideQuotes(q, loc[0], '`')
 	}
-	s.keys, s.bareKeys, s.written = texts, bare, written
+	s.keys, s.bareKeys, s.rawKeys, s.written = texts, bare, raw, written
 	c, err := Query(q, s, fresh)
 	if err != nil {
 		return "", err
 	}
 	if placeholderRegex.MatchString(c) {
-		return "", fmt.Errorf("JMESPath %q: a {{ }} variable inside another is translated only where it names a field (a.\"{{ x }}\"); write the query without it, or keep the rule under Kyverno", asWritten(q, written))
+		return "", fmt.Errorf("JMESPath %q: a {{ }} variable inside another is translated only where it names a field (a.\"{{ x }}\") or stands in a raw string ('{{ x }}'); write the query without it, or keep the rule under Kyverno", asWritten(q, written))
 	}
 	return c, nil
 }
