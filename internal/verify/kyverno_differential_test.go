@@ -34,6 +34,7 @@ var diffFixtures = []string{
 	"../cli/testdata/verify/*/*/.kyverno-test/kyverno-test.yaml",
 	"../cli/testdata/verify/*/*/kyverno-test.yaml",
 	"testdata/*/kyverno-test.yaml",
+	"testdata/*/.kyverno-test/kyverno-test.yaml",
 }
 
 // TestWholeRulesAgreeWithKyvernosEngine is the whole-rule proof of the

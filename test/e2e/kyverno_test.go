@@ -49,7 +49,11 @@ func TestKyvernoPoliciesAsVAPs(t *testing.T) {
 	require.NoError(t, err)
 	mutates, err := filepath.Glob(repo + "examples/kyverno-mutate/*/policy.yaml")
 	require.NoError(t, err)
-	policies = append(append(policies, patterns...), mutates...)
+	// The differential fixtures laid out as the examples are (the
+	// others have no .kyverno-test and are passed over below).
+	differential, err := filepath.Glob(repo + "internal/verify/testdata/*/policy.yaml")
+	require.NoError(t, err)
+	policies = append(append(append(policies, patterns...), mutates...), differential...)
 	require.NotEmpty(t, policies)
 	var base, typed tally
 	fixtures, skipped := 0, 0
