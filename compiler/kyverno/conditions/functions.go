@@ -52,6 +52,8 @@ var functions = map[string]jmesFunction{
 	"label_match":   {2, lowerLabelMatch},
 	"pattern_match": {2, lowerPatternMatch},
 	"truncate":      {2, lowerTruncate},
+	"lookup":        {2, lowerLookup},
+	"items":         {3, lowerItems},
 }
 
 // variadic is the arity of a function that takes one argument or more.
@@ -308,4 +310,28 @@ func lowerTruncate(_ *translator, a []string) string {
 	// least int64, so ""; arm64: the greatest, so s): an error here.
 	return isString(a[0]) + " && " + isNumber(a[1]) + " ? (" + n + " <= -9.2e18 || " + n + " >= 9.2e18 ? " + raise("admitc does not truncate at a length beyond int64 in truncate()") + " : " +
 		n + " < 1.0 ? '' : " + n + " >= double(size(" + a[0] + ")) ? " + a[0] + " : " + a[0] + ".substring(0, int(" + n + "))) : " + invalidType("truncate")
+}
+
+// lowerLookup is Kyverno's lookup(): a map's value at a string key (null
+// when missing), or a list's element at a whole-number index (null out of
+// range; a fraction, or an index beyond int64, is an error).
+func lowerLookup(_ *translator, a []string) string {
+	x, k := a[0], a[1]
+	d := "double(" + k + ")"
+	whole := d + " > -9.2e18 && " + d + " < 9.2e18 && double(int(" + d + ")) == " + d
+	return "type(" + x + ") == map ? (" + isString(k) + " ? (" + k + " in " + x + " ? dyn(" + x + "[" + k + "]) : dyn(null)) : " + invalidType("lookup") + ") : " +
+		isList(x) + " ? (" + isNumber(k) + " && " + whole + " ? (" + d + " < 0.0 || " + d + " > double(size(" + x + ") - 1) ? dyn(null) : dyn(" + x + "[int(" + d + ")])) : " + invalidType("lookup") + ") : " + invalidType("lookup")
+}
+
+// lowerItems is Kyverno's items(x, keyName, valueName): a map's entries by
+// sorted key, or a list's elements by index (a float64), each as a map of
+// the two names (one name for both holds the value, as Go's map literal
+// keeps the last).
+func lowerItems(t *translator, a []string) string {
+	x, kn, vn, k, i := a[0], a[1], a[2], t.name(), t.name()
+	entry := func(key, val string) string {
+		return "(" + kn + " == " + vn + " ? {" + kn + ": dyn(" + val + ")} : {" + kn + ": dyn(" + key + "), " + vn + ": dyn(" + val + ")})"
+	}
+	return isString(kn) + " && " + isString(vn) + " ? (type(" + x + ") == map ? dyn(" + x + ".map(" + k + ", " + k + ").sort().map(" + k + ", " + entry(k, x+"["+k+"]") + ")) : " +
+		isList(x) + " ? dyn(lists.range(size(" + x + ")).map(" + i + ", " + entry("double("+i+")", x+"["+i+"]") + ")) : " + invalidType("items") + ") : " + invalidType("items")
 }

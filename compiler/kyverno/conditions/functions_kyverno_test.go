@@ -89,6 +89,12 @@ var functionQueries = []struct {
 	{"pattern_match('a*', request.object.v)", false},
 	{"truncate(request.object.v, request.object.n)", false},
 	{"truncate(request.object.v, `2`)", false},
+	{"lookup(request.object.v, request.object.w)", false},
+	{"lookup(request.object.k, request.object.n)", false},
+	{"lookup(request.object.l, `1`)", false},
+	{"items(request.object.v, 'key', 'value')", false},
+	{"items(request.object.l, 'index', 'item')", false},
+	{"items(request.object.v, 'k', 'k')", false},
 }
 
 // functionStrings are strings at the edges of the functions: non-ASCII
