@@ -54,6 +54,7 @@ var functions = map[string]jmesFunction{
 	"truncate":      {2, lowerTruncate},
 	"lookup":        {2, lowerLookup},
 	"items":         {3, lowerItems},
+	"to_number":     {1, lowerToNumber},
 }
 
 // variadic is the arity of a function that takes one argument or more.
@@ -334,4 +335,23 @@ func lowerItems(t *translator, a []string) string {
 	}
 	return isString(kn) + " && " + isString(vn) + " ? (type(" + x + ") == map ? dyn(" + x + ".map(" + k + ", " + k + ").sort().map(" + k + ", " + entry(k, x+"["+k+"]") + ")) : " +
 		isList(x) + " ? dyn(lists.range(size(" + x + ")).map(" + i + ", " + entry("double("+i+")", x+"["+i+"]") + ")) : " + invalidType("items") + ") : " + invalidType("items")
+}
+
+// decimalRegex is the decimal syntax of Go's strconv.ParseFloat.
+const decimalRegex = `^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$`
+
+// lowerToNumber is to_number(): a number itself, a string ParseFloat reads
+// as its float64, null for anything else (a string it does not read
+// included). CEL's double() of a string is ParseFloat; what it reads
+// differently from Kyverno's answer is an evaluation error here: a
+// hexadecimal float, digits separated by _, infinity and NaN (not JSON
+// numbers), and an exponent
+// of three digits or a text of over 300 characters (ParseFloat's range
+// error, null in Kyverno, is an error in CEL).
+func lowerToNumber(_ *translator, a []string) string {
+	v := a[0]
+	hard := v + ".matches('[eE][+-]?[0-9]{3,}') || size(" + v + ") > 300"
+	special := v + ".matches('(?i)^[+-]?(0x|inf|nan)') || " + v + ".contains('_')"
+	return isNumber(v) + " ? dyn(double(" + v + ")) : " + isString(v) + " ? (" + special + " || " + v + ".matches(" + quote(decimalRegex) + ") && (" + hard + ") ? " +
+		raise("admitc does not read this text as Go's strconv.ParseFloat does in to_number()") + " : " + v + ".matches(" + quote(decimalRegex) + ") ? dyn(double(" + v + ")) : dyn(null)) : dyn(null)"
 }

@@ -95,6 +95,9 @@ var functionQueries = []struct {
 	{"items(request.object.v, 'key', 'value')", false},
 	{"items(request.object.l, 'index', 'item')", false},
 	{"items(request.object.v, 'k', 'k')", false},
+	{"to_number(request.object.v)", false},
+	{"to_number(request.object.n)", false},
+	{"request.object.l[].to_number(@)", false},
 }
 
 // functionStrings are strings at the edges of the functions: non-ASCII
@@ -103,6 +106,7 @@ var functionStrings = []string{
 	"", "a", "abc", "ABC", "Hello World", "a,b,,c", ",", ", ", "a, b", "straße", "ÄB", "ǅ", "İi", "中文", "é", "x\ty",
 	"^a", "(", "[a-z]+", "a.c", "\\d+", "(?i)A", "$", "16777216", "3", "2.5", "web-1", "ab", "ba", "a b c",
 	"true", "FALSE", "True", "tRuE", "*", "a*", "?b", "web-*", "  a  ", "aaa",
+	"1e3", "-2.5", ".5", "5.", "+7", "1_000", "0x10", "1e400", "Inf", "nan", " 3", "3 ", "1e-5", "007",
 }
 
 // functionValue is a seeded JSON value: mostly strings, and numbers, null,
