@@ -55,7 +55,17 @@ var functions = map[string]jmesFunction{
 	"lookup":        {2, lowerLookup},
 	"items":         {3, lowerItems},
 	"to_number":     {1, lowerToNumber},
+	// Functions over an expression reference (&expr), lowered by
+	// exprefFunction: map(&expr, list), max_by(list, &expr),
+	// min_by(list, &expr).
+	"map":    {2, nil},
+	"max_by": {2, nil},
+	"min_by": {2, nil},
 }
+
+// exprefArgument is the position of the expression reference of the
+// functions that take one.
+var exprefArgument = map[string]int{"map": 0, "max_by": 1, "min_by": 1}
 
 // variadic is the arity of a function that takes one argument or more.
 const variadic = -1
@@ -86,6 +96,9 @@ func (t *translator) function(n gojmespath.ASTNode, cur value) (string, error) {
 	}
 	if t.scope.Capture {
 		return "", t.refuse("function %s() is not translated where Kyverno handles an evaluation error itself (a foreach list or precondition skips the entry or the element; a context variable with a default takes the default), and a function's error is one CEL cannot catch; compute it in the rule's deny conditions or a context variable without a default, or keep the rule under Kyverno", name)
+	}
+	if ref, ok := exprefArgument[name]; ok {
+		return t.exprefFunction(name, n.Children[ref], n.Children[1-ref], cur)
 	}
 	var args, names []string
 	for _, c := range n.Children {
@@ -354,4 +367,52 @@ func lowerToNumber(_ *translator, a []string) string {
 	special := v + ".matches('(?i)^[+-]?(0x|inf|nan)') || " + v + ".contains('_')"
 	return isNumber(v) + " ? dyn(double(" + v + ")) : " + isString(v) + " ? (" + special + " || " + v + ".matches(" + quote(decimalRegex) + ") && (" + hard + ") ? " +
 		raise("admitc does not read this text as Go's strconv.ParseFloat does in to_number()") + " : " + v + ".matches(" + quote(decimalRegex) + ") ? dyn(double(" + v + ")) : dyn(null)) : dyn(null)"
+}
+
+// exprefFunction lowers map(), max_by() and min_by(): the expression
+// reference's expression runs on each element as the current node, a
+// missing key in it giving null (the fork's NotFoundError is swallowed).
+func (t *translator) exprefFunction(name string, ref, list gojmespath.ASTNode, cur value) (string, error) {
+	if ref.NodeType != gojmespath.ASTExpRef || len(ref.Children) != 1 {
+		return "", t.refuse("%s() takes an expression reference (&expr) there: correct the call", name)
+	}
+	l, err := t.concrete(list, cur, false)
+	if err != nil {
+		return "", err
+	}
+	key := func(e string) (string, error) {
+		k, err := t.concrete(ref.Children[0], value{cel: e}, false)
+		return "dyn(" + k + ")", err
+	}
+	v, x, y, k0 := t.name(), t.name(), t.name(), t.name()
+	kx, err := key(x)
+	if err != nil {
+		return "", err
+	}
+	if name == "map" {
+		// map keeps every value, null included.
+		return bind(v, "dyn("+l+")", isList(v)+" ? dyn("+v+".map("+x+", "+kx+")) : "+invalidType(name)), nil
+	}
+	ky, err := key(y)
+	if err != nil {
+		return "", err
+	}
+	first, err := key(v + "[0]")
+	if err != nil {
+		return "", err
+	}
+	op := ">="
+	if name == "min_by" {
+		op = "<="
+	}
+	// The fork takes the first key's type for all; the first element whose
+	// key no other key passes (strictly) is the answer.
+	pick := func(of func(string) string) string {
+		return "dyn(" + v + ".filter(" + x + ", " + v + ".all(" + y + ", " + of(kx) + " " + op + " " + of(ky) + "))[0])"
+	}
+	asDouble := func(k string) string { return "double(" + k + ")" }
+	same := func(k string) string { return k }
+	typed := bind(k0, first, isNumber(k0)+" ? ("+v+".all("+x+", "+isNumber(kx)+") ? "+pick(asDouble)+" : "+raise("invalid type, must be number")+") : "+
+		isString(k0)+" ? ("+v+".all("+x+", "+isString(kx)+") ? "+pick(same)+" : "+raise("invalid type, must be string")+") : "+raise("invalid type, must be number of string"))
+	return bind(v, "dyn("+l+")", isList(v)+" ? (size("+v+") == 0 ? dyn(null) : size("+v+") == 1 ? dyn("+v+"[0]) : "+typed+") : "+invalidType(name)), nil
 }

@@ -98,6 +98,16 @@ var functionQueries = []struct {
 	{"to_number(request.object.v)", false},
 	{"to_number(request.object.n)", false},
 	{"request.object.l[].to_number(@)", false},
+	{"map(&length(@), request.object.l)", false},
+	{"map(&a, request.object.l)", false},
+	{"max_by(request.object.l, &a)", false},
+	{"min_by(request.object.l, &length(@))", false},
+	{"max_by(request.object.k, &@)", false},
+	{"min_by(request.object.l, &@)", false},
+	{"map(&a, request.object.o)", false},
+	{"max_by(request.object.o, &a)", false},
+	{"min_by(request.object.o, &a)", false},
+	{"max_by(request.object.o, &to_string(b))", false},
 }
 
 // functionStrings are strings at the edges of the functions: non-ASCII
@@ -189,6 +199,24 @@ func TestFunctionsAsKyverno(t *testing.T) {
 				k = append(k, numbers[rng.Intn(len(numbers))])
 			}
 			obj["k"] = k
+			// o a list of maps whose a is mostly a number, or mostly a
+			// string (now and then missing, or of the other kind).
+			var o []any
+			strs := rng.Intn(2) == 0
+			for i := rng.Intn(5); i > 0; i-- {
+				e := map[string]any{"b": i}
+				switch r := rng.Intn(10); {
+				case r == 0:
+				case r == 1 && strs, r > 1 && !strs:
+					e["a"] = numbers[rng.Intn(len(numbers))]
+				default:
+					e["a"] = functionStrings[rng.Intn(len(functionStrings))]
+				}
+				o = append(o, e)
+			}
+			if o != nil {
+				obj["o"] = o
+			}
 			// m a map like v's, sharing its keys now and then.
 			if rng.Intn(4) > 0 {
 				obj["m"] = functionValue(rng, 1)
