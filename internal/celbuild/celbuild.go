@@ -744,6 +744,18 @@ func (b *Builder) sharedPrefix(c, t, f Expr) (Expr, bool) {
 	if !isString {
 		return nil, false
 	}
+	// sum is the concatenation of xs, "" for none.
+	sum := func(xs []Expr) Expr {
+		out := b.String("")
+		for i, x := range xs {
+			if i == 0 {
+				out = x
+				continue
+			}
+			out = b.Add(out, x)
+		}
+		return out
+	}
 	rest := func(xs []Expr) Expr {
 		xs = xs[n:]
 		if text != "" {
@@ -753,26 +765,13 @@ func (b *Builder) sharedPrefix(c, t, f Expr) (Expr, bool) {
 				xs = append([]Expr{b.String(lit[len(text):])}, xs...)
 			}
 		}
-		if len(xs) == 0 {
-			return b.String("")
-		}
-		out := xs[0]
-		for _, x := range xs[1:] {
-			out = b.Add(out, x)
-		}
-		return out
+		return sum(xs)
 	}
-	out := b.String(text)
-	if n > 0 {
-		out = ts[0]
-		for _, x := range ts[1:n] {
-			out = b.Add(out, x)
-		}
-		if text != "" {
-			out = b.Add(out, b.String(text))
-		}
+	start := slices.Clone(ts[:n])
+	if text != "" {
+		start = append(start, b.String(text))
 	}
-	return b.Add(out, b.Ternary(c, rest(ts), rest(fs))), true
+	return b.Add(sum(start), b.Ternary(c, rest(ts), rest(fs))), true
 }
 
 // presentOr is has(x.f) ? x.f : d, written x.?f.orValue(d) for a literal
@@ -883,6 +882,14 @@ func (b *Builder) rechain(op string, e Expr) Expr {
 	return out
 }
 
+// selectAll is e.f1.f2... for the fields.
+func (b *Builder) selectAll(e Expr, fields []string) Expr {
+	for _, f := range fields {
+		e = b.Select(e, f)
+	}
+	return e
+}
+
 // operands are the operands of e's chain of op, in order.
 func operands(op string, e Expr) []Expr {
 	if e.Kind() != ast.CallKind || e.AsCall().FunctionName() != op {
@@ -911,25 +918,15 @@ func (b *Builder) chained(op string, xs []Expr) []Expr {
 	var out []Expr
 	for i := 0; i < len(xs); {
 		base, fields, ok := test(xs[i])
-		if !ok {
-			out = append(out, xs[i])
-			i++
-			continue
-		}
-		at := base
-		for _, f := range fields {
-			at = b.Select(at, f)
-		}
 		j := i + 1
-		for ; j < len(xs); j++ {
-			next, more, ok := test(xs[j])
-			if !ok || !b.Same(next, at) {
+		// A run: each next test is on the field the run reached.
+		for at := b.selectAll(base, fields); ok && j < len(xs); j++ {
+			next, more, chains := test(xs[j])
+			if !chains || !b.Same(next, at) {
 				break
 			}
 			fields = append(fields, more...)
-			for _, f := range more {
-				at = b.Select(at, f)
-			}
+			at = b.selectAll(at, more)
 		}
 		if j == i+1 {
 			out = append(out, xs[i])

@@ -47,7 +47,7 @@ var functions = map[string]jmesFunction{
 		return isString(a[0]) + " && " + isString(a[1]) + " && " + isString(a[2]) + " ? " + a[0] + ".replace(" + a[1] + ", " + a[2] + ") : " + invalidType("replace_all")
 	}},
 	"trim":          {2, lowerTrim},
-	"trim_prefix":   {2, func(_ *translator, a []string) string { return stringMethod("trim_prefix", "", a) }},
+	"trim_prefix":   {2, lowerTrimPrefix},
 	"to_boolean":    {1, lowerToBoolean},
 	"label_match":   {2, lowerLabelMatch},
 	"pattern_match": {2, lowerPatternMatch},
@@ -139,10 +139,6 @@ func lowerContains(_ *translator, a []string) string {
 }
 
 func stringMethod(name, method string, a []string) string {
-	if method == "" {
-		// trim_prefix: strings.TrimPrefix.
-		return isString(a[0]) + " && " + isString(a[1]) + " ? (" + a[0] + ".startsWith(" + a[1] + ") ? " + a[0] + ".substring(size(" + a[1] + ")) : " + a[0] + ") : " + invalidType(name)
-	}
 	return isString(a[0]) + " && " + isString(a[1]) + " ? " + a[0] + "." + method + "(" + a[1] + ") : " + invalidType(name)
 }
 
@@ -292,6 +288,11 @@ func lowerTrim(t *translator, a []string) string {
 	s, cut, i, k := a[0], a[1], t.name(), t.name()
 	kept := "lists.range(size(" + s + ")).filter(" + i + ", !" + cut + ".contains(" + s + ".substring(" + i + ", " + i + " + 1)))"
 	return isString(s) + " && " + isString(cut) + " ? " + bind(k, kept, "size("+k+") == 0 ? '' : "+s+".substring("+k+"[0], "+k+"[size("+k+") - 1] + 1)") + " : " + invalidType("trim")
+}
+
+// lowerTrimPrefix is Kyverno's trim_prefix(), strings.TrimPrefix.
+func lowerTrimPrefix(_ *translator, a []string) string {
+	return isString(a[0]) + " && " + isString(a[1]) + " ? (" + a[0] + ".startsWith(" + a[1] + ") ? " + a[0] + ".substring(size(" + a[1] + ")) : " + a[0] + ") : " + invalidType("trim_prefix")
 }
 
 // lowerToBoolean is Kyverno's to_boolean(): "true" or "false" in any case
