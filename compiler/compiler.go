@@ -14,6 +14,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/util/version"
 
+	"github.com/admitc/admitc/compiler/kyverno"
 	"github.com/admitc/admitc/internal/celenv"
 	"github.com/admitc/admitc/internal/inputfile"
 	"github.com/admitc/admitc/internal/kubeschema"
@@ -43,6 +44,17 @@ type Options struct {
 	// are: a Kyverno kinds entry names the CRD's resources, and a rule
 	// on it is written against the CRD's schema (see ReadCRDs).
 	CRDs []*apiextensionsv1.CustomResourceDefinition
+}
+
+// ForgetCaches drops what compiling kept for the next compile: the
+// programs of the type checks, the built-in kinds' schemas and Kyverno's
+// CRD schemas (together tens of MB for a large policy set). A process that
+// compiled its policies and compiles no more (audit) calls it so its
+// memory holds only what judging needs; a later Compile builds them again.
+func ForgetCaches() {
+	celenv.ForgetPrograms()
+	kubeschema.Forget()
+	kyverno.ForgetCRDSchemas()
 }
 
 // Compile parses, lowers and type-checks the given policy files into one

@@ -47,26 +47,60 @@ func EmbeddedCRDs() ([]apiextensionsv1.CustomResourceDefinition, error) {
 	return crds, json.Unmarshal(data, &crds)
 }
 
-// crdSchemas are the schemas of every served version of the embedded CRDs,
-// built once.
-var crdSchemas = sync.OnceValues(func() (map[schema.GroupVersionKind]*crd.Schema, error) {
-	crds, err := EmbeddedCRDs()
-	if err != nil {
-		return nil, fmt.Errorf("read Kyverno's CRDs: %w", err)
+// crdSchemas holds the schemas of the embedded CRDs' versions, each built
+// the first time a document of its kind and version is read: a run that
+// reads only ClusterPolicies builds only theirs.
+var crdSchemas struct {
+	mu      sync.Mutex
+	crds    []apiextensionsv1.CustomResourceDefinition
+	schemas map[schema.GroupVersionKind]*crd.Schema
+}
+
+// crdSchema is the schema of gvk's version of an embedded CRD; nil when no
+// embedded CRD defines that kind and version.
+func crdSchema(gvk schema.GroupVersionKind) (*crd.Schema, error) {
+	crdSchemas.mu.Lock()
+	defer crdSchemas.mu.Unlock()
+	if s, ok := crdSchemas.schemas[gvk]; ok {
+		return s, nil
 	}
-	out := map[schema.GroupVersionKind]*crd.Schema{}
-	for i := range crds {
-		c := &crds[i]
+	if crdSchemas.crds == nil {
+		crds, err := EmbeddedCRDs()
+		if err != nil {
+			return nil, fmt.Errorf("read Kyverno's CRDs: %w", err)
+		}
+		crdSchemas.crds, crdSchemas.schemas = crds, map[schema.GroupVersionKind]*crd.Schema{}
+	}
+	for i := range crdSchemas.crds {
+		c := &crdSchemas.crds[i]
+		if c.Spec.Group != gvk.Group || c.Spec.Names.Kind != gvk.Kind {
+			continue
+		}
 		for _, v := range c.Spec.Versions {
+			if v.Name != gvk.Version {
+				continue
+			}
 			s, err := crd.New(c, v.Name)
 			if err != nil {
 				return nil, err
 			}
-			out[schema.GroupVersionKind{Group: c.Spec.Group, Version: v.Name, Kind: c.Spec.Names.Kind}] = s
+			crdSchemas.schemas[gvk] = s
+			return s, nil
 		}
 	}
-	return out, nil
-})
+	crdSchemas.schemas[gvk] = nil
+	return nil, nil
+}
+
+// ForgetCRDSchemas drops the CRDs and the schemas built from them (about
+// 15 MB once every kind was read): a long run that compiled its policies
+// and reads no more (audit, serve) need not keep them. They are built
+// again when asked for.
+func ForgetCRDSchemas() {
+	crdSchemas.mu.Lock()
+	defer crdSchemas.mu.Unlock()
+	crdSchemas.crds, crdSchemas.schemas = nil, nil
+}
 
 // crdErrors are what kube-apiserver refuses in the document by its CRD's
 // schema (enums such as validationFailureAction's and failureAction's,
@@ -74,12 +108,11 @@ var crdSchemas = sync.OnceValues(func() (map[schema.GroupVersionKind]*crd.Schema
 // resources, so the API server checks them before Kyverno's webhook sees
 // them.
 func crdErrors(doc *source.Doc, gvk schema.GroupVersionKind) diag.Diagnostics {
-	schemas, err := crdSchemas()
+	s, err := crdSchema(gvk)
 	if err != nil {
 		return diag.Diagnostics{{Origin: doc.Origin(doc.Root, ""), Message: err.Error()}}
 	}
-	s, ok := schemas[gvk]
-	if !ok {
+	if s == nil {
 		return nil
 	}
 	obj, err := doc.Object()

@@ -114,6 +114,15 @@ func (a *Auditor) engine(t Target, op ir.Operation) (*runtime.Engine, error) {
 	return runtime.NewEngine(sub, runtime.WithPath(a.opts.Path))
 }
 
+// ForgetEngines drops the engines compiled so far; a later Run compiles
+// them again. A one-off audit calls it once its run is over, so writing
+// the outputs does not hold them.
+func (a *Auditor) ForgetEngines() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.engines = map[schema.GroupResource]*resourceEngines{}
+}
+
 // Policies are the set's validating policies, in order, with how each
 // judges stored objects.
 func (a *Auditor) Policies() []*Policy { return a.policies }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	goruntime "runtime"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -16,10 +17,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/admitc/admitc/compiler"
 	"github.com/admitc/admitc/internal/audit"
 	"github.com/admitc/admitc/internal/audit/openreports"
-	"github.com/admitc/admitc/internal/celenv"
-	"github.com/admitc/admitc/internal/generate"
 	"github.com/admitc/admitc/internal/render"
 	"github.com/admitc/admitc/ir"
 	"github.com/admitc/admitc/runtime/cluster"
@@ -242,6 +242,7 @@ func (o *AuditOptions) Run(ctx context.Context) error {
 	stopProgress := o.showProgress(in.Progress)
 	cov, err := a.Run(ctx, in, out.sinks())
 	stopProgress()
+	afterJudging(a)
 	if err != nil {
 		return clients.explainRun(err)
 	}
@@ -368,27 +369,40 @@ func (o *AuditOptions) progressOn() bool {
 	return isTerminal(o.Err)
 }
 
-// writeReportFiles writes the Reports into dir as one set.
+// writeReportFiles writes the Reports into dir as one set, rendering each
+// when it is written (50 Reports at the size cap take tens of MB as YAML).
 func writeReportFiles(dir string, set *openreports.Set) error {
-	var files []generate.File
-	for _, obj := range set.Objects() {
-		data, err := render.Object(obj)
-		if err != nil {
-			return err
-		}
-		files = append(files, generate.File{Name: openreports.FileName(obj), Data: data})
+	objs := set.Objects()
+	names := make([]string, len(objs))
+	for i, obj := range objs {
+		names[i] = openreports.FileName(obj)
 	}
-	if err := writeDir(dir, files); err != nil {
+	if err := (setWriter{rename: os.Rename}).writeEach(dir, names, func(i int) ([]byte, error) { return render.Object(objs[i]) }); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
 	return nil
 }
 
-// releaseCompileCaches drops the programs the compiler's type checks left
-// in the program cache before the engine compiles its own (for
-// evaluation, another mode): for a large policy set they take as much
-// memory as the engine, and the audit never uses them.
+// afterJudging drops the engines, gives the memory judging took back to
+// the OS, and has the collector keep the heap nearer to what is live
+// while the outputs are made: the Reports are built and rendered at the
+// end, and their garbage would otherwise grow the heap to twice what they
+// hold (5,000 pods, 40 policies, --out: 250 against 305 MiB peak RSS, the
+// writing 2 s longer). A GOGC the user set is kept.
+func afterJudging(a *audit.Auditor) {
+	a.ForgetEngines()
+	debug.FreeOSMemory()
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(50)
+	}
+}
+
+// releaseCompileCaches drops what the compiler keeps for another compile
+// (the programs of its type checks, the schemas it read) before the engine
+// compiles its own programs (for evaluation, another mode): for a large
+// policy set they take as much memory as the engine, and the audit never
+// uses them.
 func releaseCompileCaches() {
-	celenv.ForgetPrograms()
+	compiler.ForgetCaches()
 	goruntime.GC()
 }

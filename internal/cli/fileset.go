@@ -41,13 +41,24 @@ type change struct {
 
 // write replaces dir's files with files; a file with no data is removed.
 func (s setWriter) write(dir string, files []generate.File) error {
+	names := make([]string, len(files))
+	for i, f := range files {
+		names[i] = f.Name
+	}
+	return s.writeEach(dir, names, func(i int) ([]byte, error) { return files[i].Data, nil })
+}
+
+// writeEach is write for files whose data is made one at a time, by
+// data(i) for names[i], and staged before the next is made: a large set is
+// never held in memory whole. An error from data writes nothing.
+func (s setWriter) writeEach(dir string, names []string, data func(i int) ([]byte, error)) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create output directory: %w", err)
 	}
-	if err := checkTargets(dir, files); err != nil {
+	if err := checkTargets(dir, names); err != nil {
 		return err
 	}
-	changes, err := stage(dir, files)
+	changes, err := stage(dir, names, data)
 	if err != nil {
 		return err
 	}
@@ -70,13 +81,13 @@ func (s setWriter) write(dir string, files []generate.File) error {
 // checkTargets refuses a name that leaves dir, and a name (or one of its
 // parent directories) held by something else than a regular file (a
 // directory), before anything is written.
-func checkTargets(dir string, files []generate.File) error {
-	for _, f := range files {
-		path := filepath.Join(dir, filepath.FromSlash(f.Name))
-		if !filepath.IsLocal(filepath.FromSlash(f.Name)) {
+func checkTargets(dir string, names []string) error {
+	for _, name := range names {
+		path := filepath.Join(dir, filepath.FromSlash(name))
+		if !filepath.IsLocal(filepath.FromSlash(name)) {
 			return fmt.Errorf("write %s: the name leaves the output directory; nothing was written", path)
 		}
-		if err := checkParents(dir, f.Name); err != nil {
+		if err := checkParents(dir, name); err != nil {
 			return err
 		}
 		info, err := os.Lstat(path)
@@ -115,13 +126,19 @@ func checkParents(dir, name string) error {
 }
 
 // stage writes every non-empty file to a temporary file in dir with mode
-// FileMode. On failure it removes what it staged.
-func stage(dir string, files []generate.File) ([]change, error) {
-	changes := make([]change, 0, len(files))
-	for _, f := range files {
-		c := change{path: filepath.Join(dir, filepath.FromSlash(f.Name))}
-		if len(f.Data) > 0 {
-			staged, err := stageFile(filepath.Dir(c.path), f)
+// FileMode, making each one's data when it comes to it. On failure it
+// removes what it staged.
+func stage(dir string, names []string, data func(i int) ([]byte, error)) ([]change, error) {
+	changes := make([]change, 0, len(names))
+	for i, name := range names {
+		c := change{path: filepath.Join(dir, filepath.FromSlash(name))}
+		d, err := data(i)
+		if err != nil {
+			removeStaged(changes)
+			return nil, fmt.Errorf("write %s: %w; nothing was written", c.path, err)
+		}
+		if len(d) > 0 {
+			staged, err := stageFile(filepath.Dir(c.path), generate.File{Name: name, Data: d})
 			if err != nil {
 				removeStaged(changes)
 				return nil, fmt.Errorf("write %s: %w; nothing was written", c.path, err)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"io/fs"
 	"maps"
 	"os"
@@ -223,4 +224,32 @@ func TestCompileHelpSaysWhichBackendToApply(t *testing.T) {
 	} {
 		assert.Contains(t, out, want)
 	}
+}
+
+func TestSetWriterMakesEachFileWhenItComesToIt(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "report-a.yaml"), []byte("old a\n"), 0o644))
+	before := takeSnapshot(t, dir)
+	names := []string{"report-a.yaml", "report-b.yaml", "report-c.yaml"}
+	var made []int
+	failAt := 2
+	data := func(i int) ([]byte, error) {
+		assert.Len(t, takeSnapshot(t, dir), 1+i, "the files before %s are staged when it is made, the rest not yet", names[i])
+		made = append(made, i)
+		if i == failAt {
+			return nil, errors.New("render: no")
+		}
+		return []byte("new " + names[i] + "\n"), nil
+	}
+	err := setWriter{rename: os.Rename}.writeEach(dir, names, data)
+	require.Error(t, err)
+	assert.Equal(t, "write "+filepath.Join(dir, "report-c.yaml")+": render: no; nothing was written", err.Error())
+	assert.Equal(t, []int{0, 1, 2}, made)
+	assert.Equal(t, before, takeSnapshot(t, dir), "a file that cannot be made writes nothing, and no staged file is left")
+
+	failAt, made = -1, nil
+	require.NoError(t, setWriter{rename: os.Rename}.writeEach(dir, names, data))
+	after := takeSnapshot(t, dir)
+	assert.Equal(t, names, slices.Sorted(maps.Keys(after)))
+	assert.Equal(t, "new report-a.yaml\n", after["report-a.yaml"].data)
 }

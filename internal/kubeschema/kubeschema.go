@@ -453,12 +453,23 @@ type Resolver struct {
 	served []apiresources.Resource
 }
 
+// The built-in kinds' schemas, resolved from the OpenAPI definitions when
+// first asked for.
 var (
-	builtinOnce  sync.Once
-	builtin      *resolver.DefinitionsSchemaResolver
 	builtinMu    sync.Mutex
-	builtinCache = map[schema.GroupVersionKind]*spec.Schema{}
+	builtin      *resolver.DefinitionsSchemaResolver
+	builtinCache map[schema.GroupVersionKind]*spec.Schema
 )
+
+// Forget drops the built-in kinds' schemas resolved so far and the
+// definitions they were resolved from (about 10 MB): a long run that
+// compiled its policies and compiles no more (audit) need not keep them.
+// They are resolved again when asked for; a Resolver's CRD schemas stay.
+func Forget() {
+	builtinMu.Lock()
+	defer builtinMu.Unlock()
+	builtin, builtinCache = nil, nil
+}
 
 // NewResolver resolves built-in kinds and the kinds of crds.
 func NewResolver(crds ...*apiextensionsv1.CustomResourceDefinition) (*Resolver, error) {
@@ -519,11 +530,12 @@ func (r *Resolver) Schema(gvk schema.GroupVersionKind) (Node, bool) {
 }
 
 func builtinSchema(gvk schema.GroupVersionKind) (*spec.Schema, error) {
-	builtinOnce.Do(func() {
-		builtin = resolver.NewDefinitionsSchemaResolver(openapi.GetOpenAPIDefinitions, scheme.Scheme)
-	})
 	builtinMu.Lock()
 	defer builtinMu.Unlock()
+	if builtin == nil {
+		builtin = resolver.NewDefinitionsSchemaResolver(openapi.GetOpenAPIDefinitions, scheme.Scheme)
+		builtinCache = map[schema.GroupVersionKind]*spec.Schema{}
+	}
 	if s, ok := builtinCache[gvk]; ok {
 		return s, nil
 	}
