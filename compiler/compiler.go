@@ -49,8 +49,9 @@ type Options struct {
 // ForgetCaches drops what compiling kept for the next compile: the
 // programs of the type checks, the built-in kinds' schemas and Kyverno's
 // CRD schemas (together tens of MB for a large policy set). A process that
-// compiled its policies and compiles no more (audit) calls it so its
-// memory holds only what judging needs; a later Compile builds them again.
+// compiled its policies and compiles no more until a reload (audit, serve)
+// calls it so its memory holds only what judging needs; a later Compile
+// builds them again.
 func ForgetCaches() {
 	celenv.ForgetPrograms()
 	kubeschema.Forget()

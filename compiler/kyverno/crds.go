@@ -94,8 +94,8 @@ func crdSchema(gvk schema.GroupVersionKind) (*crd.Schema, error) {
 
 // ForgetCRDSchemas drops the CRDs and the schemas built from them (about
 // 15 MB once every kind was read): a long run that compiled its policies
-// and reads no more (audit) need not keep them. They are built
-// again when asked for.
+// and reads no more until a reload (audit, serve) need not keep them. They
+// are built again when asked for.
 func ForgetCRDSchemas() {
 	crdSchemas.mu.Lock()
 	defer crdSchemas.mu.Unlock()

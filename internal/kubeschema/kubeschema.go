@@ -463,8 +463,9 @@ var (
 
 // Forget drops the built-in kinds' schemas resolved so far and the
 // definitions they were resolved from (about 10 MB): a long run that
-// compiled its policies and compiles no more (audit) need not keep them.
-// They are resolved again when asked for; a Resolver's CRD schemas stay.
+// compiled its policies and compiles no more until a reload (audit, serve)
+// need not keep them. They are resolved again when asked for; a Resolver's
+// CRD schemas stay.
 func Forget() {
 	builtinMu.Lock()
 	defer builtinMu.Unlock()
