@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	goruntime "runtime"
 	"runtime/debug"
 	"syscall"
 	"time"
@@ -17,7 +16,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/admitc/admitc/compiler"
 	"github.com/admitc/admitc/internal/audit"
 	"github.com/admitc/admitc/internal/audit/openreports"
 	"github.com/admitc/admitc/internal/render"
@@ -395,14 +393,4 @@ func afterJudging(a *audit.Auditor) {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(50)
 	}
-}
-
-// releaseCompileCaches drops what the compiler keeps for another compile
-// (the programs of its type checks, the schemas it read) before the engine
-// compiles its own programs (for evaluation, another mode): for a large
-// policy set they take as much memory as the engine, and the audit never
-// uses them.
-func releaseCompileCaches() {
-	compiler.ForgetCaches()
-	goruntime.GC()
 }

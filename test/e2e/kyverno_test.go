@@ -25,6 +25,10 @@ type kyvernoOffline struct {
 	Namespace string `json:"namespace"`
 }
 
+// apiServerFixtures are the fixtures of internal/verify/testdata that the
+// e2e comparison runs as well.
+var apiServerFixtures = []string{"jmespath-functions", "nested-variables-in-strings"}
+
 // TestKyvernoPoliciesAsVAPs compiles every Kyverno fixture (ClusterPolicy
 // with validate.cel, pattern, deny, foreach or mutate rules, Policy,
 // ValidatingPolicy, MutatingPolicy) with --backend vap,map, applies
@@ -42,10 +46,6 @@ type kyvernoOffline struct {
 //
 // A fixture whose policies admitc refuses to write for the API server
 // (exit 2, refusedForAPIServer) is skipped with the refusal logged.
-// apiServerFixtures are the fixtures of internal/verify/testdata that the
-// e2e comparison runs as well.
-var apiServerFixtures = []string{"jmespath-functions", "nested-variables-in-strings"}
-
 func TestKyvernoPoliciesAsVAPs(t *testing.T) {
 	policies, err := filepath.Glob(repo + "examples/kyverno/*/policy.yaml")
 	require.NoError(t, err)

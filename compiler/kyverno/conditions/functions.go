@@ -359,15 +359,16 @@ const decimalRegex = `^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$`
 // included). CEL's double() of a string is ParseFloat; what it reads
 // differently from Kyverno's answer is an evaluation error here: a
 // hexadecimal float, digits separated by _, infinity and NaN (not JSON
-// numbers), and an exponent
-// of three digits or a text of over 300 characters (ParseFloat's range
-// error, null in Kyverno, is an error in CEL).
+// numbers), and a decimal with an exponent of three digits or of over 300
+// characters (ParseFloat's range error, null in Kyverno, is an error in
+// CEL).
 func lowerToNumber(_ *translator, a []string) string {
 	v := a[0]
-	hard := v + ".matches('[eE][+-]?[0-9]{3,}') || size(" + v + ") > 300"
+	unread := raise("admitc does not read this text as Go's strconv.ParseFloat does in to_number()")
 	special := v + ".matches('(?i)^[+-]?(0x|inf|nan)') || " + v + ".contains('_')"
-	return isNumber(v) + " ? dyn(double(" + v + ")) : " + isString(v) + " ? (" + special + " || " + v + ".matches(" + quote(decimalRegex) + ") && (" + hard + ") ? " +
-		raise("admitc does not read this text as Go's strconv.ParseFloat does in to_number()") + " : " + v + ".matches(" + quote(decimalRegex) + ") ? dyn(double(" + v + ")) : dyn(null)) : dyn(null)"
+	outOfRange := v + ".matches('[eE][+-]?[0-9]{3,}') || size(" + v + ") > 300"
+	return isNumber(v) + " ? dyn(double(" + v + ")) : " + isString(v) + " ? (" + special + " ? " + unread + " : " + v + ".matches(" + quote(decimalRegex) + ") ? (" +
+		outOfRange + " ? " + unread + " : dyn(double(" + v + "))) : dyn(null)) : dyn(null)"
 }
 
 // exprefFunction lowers map(), max_by() and min_by(): the expression
