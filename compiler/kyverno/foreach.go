@@ -46,6 +46,12 @@ const (
 	// old object of an UPDATE, for Enforce rules that allow existing
 	// violations ('none' when Kyverno does not look at the old object).
 	ForEachBeforeVariable = "kyvernoForEachBefore"
+	// FailuresVariable holds, in the typed translation of a foreach rule
+	// whose elements may fail evaluation, the outcome of each element that
+	// does not pass ('fail', or Kyverno's error where it errs), in
+	// Kyverno's order: the first decides. OldFailuresVariable is the same on the old object.
+	FailuresVariable    = "failures"
+	OldFailuresVariable = "oldFailures"
 	// ListVariable prefixes the variables holding each foreach entry's
 	// list (kyvernoList0, kyvernoList1, ...).
 	ListVariable = "kyvernoList"

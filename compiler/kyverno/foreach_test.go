@@ -2,11 +2,13 @@ package kyverno_test
 
 import (
 	"context"
+	"os"
 	"sort"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/admitc/admitc/compiler"
 	"github.com/admitc/admitc/compiler/kyverno"
@@ -128,6 +130,82 @@ func TestForEachRuleDecisions(t *testing.T) {
 			}
 			sort.Strings(none)
 			assert.Equal(t, tc.none, none)
+		})
+	}
+}
+
+// A nested foreach whose deny condition reads {{ element.path }} without a
+// default errs on a path that has none, and Kyverno's first element that
+// does not pass says whether the rule fails or errs. The typed translation
+// lists the elements that do not pass in order (failures, and oldFailures
+// on the old object) and decides by the first: an error before a failure
+// errs, a failure before an error fails, and on an UPDATE only an old
+// object that fails (not one that errs) lets the new one's failure pass.
+// The error is Kyverno's, word for word.
+func TestForEachElementsThatErrAreTypedInKyvernosOrder(t *testing.T) {
+	path := "../../examples/kyverno-pattern/restrict-ingress-paths-foreach/policy.yaml"
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	set, diags := compiler.Compile([]compiler.Source{{Name: path, Data: data}}, compiler.Options{})
+	require.Empty(t, diags.Error())
+	require.Len(t, set.Policies, 1)
+	p := set.Policies[0]
+	require.NotNil(t, p.Dynamic, "typed, with the exact form kept")
+	var names []string
+	for _, v := range p.Variables {
+		names = append(names, v.Name)
+	}
+	assert.Equal(t, []string{kyverno.FailuresVariable, kyverno.OldFailuresVariable}, names)
+	assert.Contains(t, p.Variables[0].Expression, `rule.http.paths.map(path, !has(path.path) ? ["validation failure: validation failure: failed to check deny conditions: `)
+	assert.Contains(t, p.Variables[1].Expression, `rule.http.paths.map(path, !has(path.path) ? ["error"] : (`)
+	assert.Less(t, len(p.Validations[0].Expression)+len(p.Variables[0].Expression)+len(p.Variables[1].Expression), 2000)
+
+	e, err := runtime.NewEngine(set)
+	require.NoError(t, err)
+	ingress := func(paths ...string) *unstructured.Unstructured {
+		var rules []any
+		for _, p := range paths {
+			path := map[string]any{"pathType": "ImplementationSpecific", "backend": map[string]any{"service": map[string]any{"name": "s", "port": map[string]any{"number": int64(80)}}}}
+			if p != "" {
+				path["path"] = p
+			}
+			rules = append(rules, map[string]any{"http": map[string]any{"paths": []any{path}}})
+		}
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+			"metadata": map[string]any{"name": "i", "namespace": "default"},
+			"spec":     map[string]any{"rules": rules},
+		}}
+	}
+	const (
+		denied = "[restrict-ingress-paths-foreach.check-paths] validation failure: validation failure: spec.rules[].http.paths[].path value is not allowed"
+		errs   = `no such key: validation failure: validation failure: failed to check deny conditions: failed to substitute variables in condition key: failed to resolve element.path at path : JMESPath query failed: Unknown key "path" in path`
+	)
+	cases := map[string]struct {
+		object, old *unstructured.Unstructured
+		want        string // "" admitted, else a denial's text it holds
+	}{
+		"good":                        {object: ingress("/", "/api")},
+		"bad":                         {object: ingress("/", "/etc/passwd"), want: denied},
+		"missing path":                {object: ingress("/", ""), want: errs},
+		"error before a failure":      {object: ingress("", "/root"), want: errs},
+		"failure before an error":     {object: ingress("/root", ""), want: denied},
+		"update, old fails too":       {object: ingress("/root"), old: ingress("/etc/x"), want: ""},
+		"update, old errs":            {object: ingress("/root"), old: ingress(""), want: denied},
+		"update, old good":            {object: ingress("/root"), old: ingress("/"), want: denied},
+		"update, new errs, old fails": {object: ingress(""), old: ingress("/root"), want: errs},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			res, err := e.Admit(context.Background(), runtime.RequestFor(tc.object, tc.old, "default"))
+			require.NoError(t, err)
+			denials := res.Denials()
+			if tc.want == "" {
+				assert.Empty(t, denials)
+				return
+			}
+			require.Len(t, denials, 1)
+			assert.Contains(t, denials[0], tc.want)
 		})
 	}
 }

@@ -23,10 +23,14 @@ import (
 // failure. What Kyverno reports besides pass and fail (no element
 // validated: no response) is an offline annotation. The exact dynamic
 // translation stays the policy's Dynamic form. A foreach nested one
-// level is a comprehension inside the outer one; deeper nesting, entry
-// context and checks that can fail evaluation (exists() would absorb the
-// error of one element; Kyverno's images that do not parse are the one
-// failure taken, where every element fails alike) keep the exact form.
+// level is a comprehension inside the outer one; deeper nesting and entry
+// context keep the exact form. Deny conditions that fail evaluation where
+// a field they read strictly is missing are taken: exists() would absorb
+// one element's error, so the elements that do not pass are listed in
+// Kyverno's order ('fail' or 'error', FailuresVariable) and the first
+// decides. Other checks that can fail evaluation keep the exact form
+// (Kyverno's images that do not parse are taken where every element fails
+// alike).
 
 // typedForEachRule is pol, a lowered foreach rule, written against the
 // schema of its kinds; nil when it holds what the typed translation does
@@ -57,7 +61,16 @@ type foreachOutcome struct {
 	fails   celbuild.Expr
 	counted celbuild.Expr
 	message celbuild.Expr
+	// failures, when not nil, is the list of the elements that do not
+	// pass, in Kyverno's order, each 'fail' or, where its deny conditions
+	// fail evaluation, Kyverno's error: the first decides. It stands for
+	// fails where an element's evaluation may fail, which exists() would
+	// absorb.
+	failures celbuild.Expr
 }
+
+// elementFails is a failing element in a foreach's failures list.
+const elementFails = "fail"
 
 func typedForEachWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool, n kubeschema.Node, context []conditions.Variable) (*ir.Policy, error) {
 	b := celbuild.New()
@@ -86,6 +99,22 @@ func typedForEachWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bo
 		// is validated.
 		notDelete := b.Ne(operation(b), b.String(string(ir.Delete)))
 		now.fails, now.counted = b.And(notDelete, now.fails), b.And(notDelete, now.counted)
+		if now.failures != nil {
+			now.failures = b.Ternary(notDelete, now.failures, b.List())
+		}
+	}
+	var failures []ir.NamedExpression
+	// nowErrs is where the rule errs (nil: never), with Kyverno's error
+	// nowErrText.
+	var nowErrs, nowErrText celbuild.Expr
+	if now.failures != nil {
+		// The elements that do not pass are listed once, in a variable:
+		// the first decides whether the rule fails or errs.
+		failures = append(failures, ir.NamedExpression{Name: FailuresVariable, Expression: b.MustPrint(now.failures), Origin: pol.Origin})
+		list := b.Select(b.Ident("variables"), FailuresVariable)
+		now.fails = b.Compare(">", b.Size(list), b.Int(0))
+		nowErrs = b.And(now.fails, b.Ne(b.Index(list, b.Int(0)), b.String(elementFails)))
+		nowErrText = b.Index(list, b.Int(0))
 	}
 	existing := celbuild.Expr(b.Bool(false))
 	if enforce && c.rule.HasValidateAllowExistingViolations() {
@@ -110,11 +139,27 @@ func typedForEachWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bo
 			}
 			guard = b.And(guard, held.Holds)
 		}
-		existing = b.And(guard, before.fails)
+		// Only a failure on the old object, not an error, lets the new
+		// one's failure pass.
+		beforeFails := before.fails
+		if before.failures != nil {
+			failures = append(failures, ir.NamedExpression{Name: OldFailuresVariable, Expression: b.MustPrint(before.failures), Origin: pol.Origin})
+			list := b.Select(b.Ident("variables"), OldFailuresVariable)
+			beforeFails = b.And(b.Compare(">", b.Size(list), b.Int(0)), b.Eq(b.Index(list, b.Int(0)), b.String(elementFails)))
+		}
+		existing = b.And(guard, beforeFails)
 	}
-	out.Variables, out.AuditAnnotations, out.OfflineAnnotations = resourceVar, nil, nil
+	out.Variables, out.AuditAnnotations, out.OfflineAnnotations = append(resourceVar, failures...), nil, nil
 	valid := b.Or(b.Not(now.fails), existing)
-	skipped := b.Ternary(b.And(now.fails, existing), b.String(offlineSkipReason), b.String(""))
+	nowFails := now.fails
+	if nowErrs != nil {
+		// The first element that does not pass fails evaluation: the
+		// rule errs, as Kyverno's does, with its error (a key no map
+		// has).
+		valid = b.Ternary(nowErrs, b.Index(b.MapLiteral(), nowErrText), valid)
+		nowFails = b.And(b.Not(nowErrs), nowFails)
+	}
+	skipped := b.Ternary(b.And(nowFails, existing), b.String(offlineSkipReason), b.String(""))
 	none := b.Ternary(b.Or(now.fails, now.counted), b.String(""), b.String("no element of the foreach lists was validated"))
 	if !celbuild.IsFalse(existing) {
 		out.OfflineAnnotations = append(out.OfflineAnnotations, ir.AuditAnnotation{Key: SkipAnnotation, ValueExpression: b.MustPrint(skipped), Origin: pol.Origin})
@@ -129,8 +174,10 @@ func typedForEachWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bo
 		val.MessageExpressionOrigin = pol.Validations[0].MessageExpressionOrigin
 	}
 	out.Validations = []ir.Validation{val}
-	if !readsResource(&out) {
-		out.Variables = nil
+	if !readsResource(&out) && !slices.ContainsFunc(failures, func(v ir.NamedExpression) bool {
+		return strings.Contains(v.Expression, "variables."+ResourceVariable)
+	}) {
+		out.Variables = failures
 	}
 	if err := withImagesVariables(&out, t, images); err != nil {
 		return nil, err
@@ -155,6 +202,9 @@ func stringLiteral(e celbuild.Expr) (string, bool) {
 // the checks' request.object reads.
 func typedForEach(b *celbuild.Builder, t *typed.Translator, c computedRule, v *kyvernov1.Validation, roots typed.Roots, listRoot celbuild.Expr) (foreachOutcome, error) {
 	var fails, counted, messages []celbuild.Expr
+	// outcomes are each entry's failures list (nil: the entry's
+	// elements never fail evaluation).
+	var outcomes []celbuild.Expr
 	for i := range v.ForEachValidation {
 		fe := &v.ForEachValidation[i]
 		if len(fe.Context) > 0 || fe.List == "" {
@@ -195,6 +245,9 @@ func typedForEach(b *celbuild.Builder, t *typed.Translator, c computedRule, v *k
 			return foreachOutcome{}, fmt.Errorf("entry %d: elementScope on elements of another shape", i)
 		}
 		var bad, validated, message func(elem typed.Root) (celbuild.Expr, error)
+		// elemFailures, when not nil, is an element's failures list
+		// (['error'] where its evaluation fails, ['fail'] where it fails).
+		var elemFailures celbuild.Expr
 		switch {
 		case fe.Deny != nil:
 			conds, err := conditions.Decode(fe.Deny.GetAnyAllConditions())
@@ -213,7 +266,22 @@ func typedForEach(b *celbuild.Builder, t *typed.Translator, c computedRule, v *k
 				return foreachOutcome{}, fmt.Errorf("entry %d: deny conditions that read the images in part, or in one of several entries", i)
 			}
 			if held.MayErr {
-				return foreachOutcome{}, fmt.Errorf("entry %d: deny conditions that may fail", i)
+				if held.Errs == nil || readsImages {
+					return foreachOutcome{}, fmt.Errorf("entry %d: deny conditions that may fail", i)
+				}
+				// Kyverno's error, with "validation failure: " for each
+				// foreach level it comes through.
+				depth := 1
+				if roots.Element != nil {
+					depth = 2
+				}
+				errText := b.Add(b.String(strings.Repeat("validation failure: ", depth)+"failed to check deny conditions: "), held.ErrText)
+				if roots.OldElements {
+					// On the old object, only whether it errs counts.
+					errText = b.String("error")
+				}
+				elemFailures = b.Ternary(b.And(pre, held.Errs), b.List(errText),
+					b.Ternary(b.And(pre, held.Holds), b.List(b.String(elementFails)), b.List()))
 			}
 			msgs := conditions.DenyMessages(v.Message, c.rule.Name, conditions.HeldMessages(conds, conditions.IsList(fe.Deny.GetAnyAllConditions())))
 			if len(msgs) != 1 {
@@ -280,6 +348,9 @@ func typedForEach(b *celbuild.Builder, t *typed.Translator, c computedRule, v *k
 			}
 			bad = func(typed.Root) (celbuild.Expr, error) { return b.And(pre, o.fails), nil }
 			validated = func(typed.Root) (celbuild.Expr, error) { return b.And(pre, o.counted), nil }
+			if o.failures != nil {
+				elemFailures = b.Ternary(pre, o.failures, b.List())
+			}
 			message = func(first typed.Root) (celbuild.Expr, error) {
 				of, err := nestedOn(first)
 				if err != nil {
@@ -306,12 +377,26 @@ func typedForEach(b *celbuild.Builder, t *typed.Translator, c computedRule, v *k
 			return foreachOutcome{}, err
 		}
 		if loop.Uses(msg) {
-			// The message reads the element: the first that fails.
+			// The message reads the element: the first that fails. Where
+			// elements may fail evaluation, a later one could fail the
+			// message too.
+			if elemFailures != nil {
+				return foreachOutcome{}, fmt.Errorf("entry %d: a message on elements that may fail evaluation", i)
+			}
 			if msg = loop.FirstMap(e, msg); msg == nil {
 				return foreachOutcome{}, fmt.Errorf("entry %d: a message on an element of nested lists", i)
 			}
 		}
-		fails = append(fails, loop.Exists(e))
+		fail := loop.Exists(e)
+		var entryFailures celbuild.Expr
+		if elemFailures != nil {
+			// Kyverno stops at the first element that does not pass,
+			// whether it fails or errs.
+			entryFailures = loop.Concat(elemFailures)
+			fail = b.Compare(">", b.Size(entryFailures), b.Int(0))
+		}
+		fails = append(fails, fail)
+		outcomes = append(outcomes, entryFailures)
 		counted = append(counted, loop.Exists(counts))
 		messages = append(messages, msg)
 	}
@@ -322,5 +407,21 @@ func typedForEach(b *celbuild.Builder, t *typed.Translator, c computedRule, v *k
 	for i := len(messages) - 2; i >= 0; i-- {
 		msg = b.Ternary(fails[i], messages[i], msg)
 	}
-	return foreachOutcome{fails: b.Or(fails...), counted: b.Or(counted...), message: msg}, nil
+	out := foreachOutcome{fails: b.Or(fails...), counted: b.Or(counted...), message: msg}
+	if slices.ContainsFunc(outcomes, func(e celbuild.Expr) bool { return e != nil }) {
+		// The entries' lists in order: the first entry that does not
+		// pass decides.
+		var lists []celbuild.Expr
+		for i, l := range outcomes {
+			if l == nil {
+				l = b.Ternary(fails[i], b.List(b.String(elementFails)), b.List())
+			}
+			lists = append(lists, l)
+		}
+		out.failures = lists[0]
+		for _, l := range lists[1:] {
+			out.failures = b.Add(out.failures, l)
+		}
+	}
+	return out, nil
 }

@@ -153,20 +153,34 @@ func Agree(a, b Result) bool {
 }
 
 // sharesMessage reports whether one of got's messages contains one of
-// want's (each stripped of its "[policy] " label).
+// want's (each stripped of its "[policy] " label), or is the error one of
+// want's raised: a translated rule that errs as Kyverno's does raises
+// Kyverno's error as a key no map has, which the API server reports as
+// "expression '...' resulted in error: no such key: ERROR".
 func sharesMessage(want, got []string) bool {
 	for _, w := range want {
-		if i := strings.Index(w, "] "); strings.HasPrefix(w, "[") && i > 0 {
-			w = w[i+2:]
-		}
+		w = unlabeled(w)
+		_, raised, errs := strings.Cut(w, raisedError)
 		w = podSecurityChecksSorted(w)
 		for _, g := range got {
-			if strings.Contains(podSecurityChecksSorted(g), w) {
+			if strings.Contains(podSecurityChecksSorted(g), w) || errs && unlabeled(g) == raised {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// raisedError precedes the error an expression raised by indexing a map
+// with it.
+const raisedError = "resulted in error: no such key: "
+
+// unlabeled is a message without its "[policy] " label.
+func unlabeled(m string) string {
+	if i := strings.Index(m, "] "); strings.HasPrefix(m, "[") && i > 0 {
+		return m[i+2:]
+	}
+	return m
 }
 
 // podSecurityChecksSorted is m with the failing checks of a Kyverno

@@ -29,3 +29,20 @@ func TestPodSecurityChecksAgreeInAnyOrder(t *testing.T) {
 	assert.False(t, Agree(deny(msg(a+b+c)), kyverno), "a third check is a difference")
 	assert.Equal(t, "no checks here", podSecurityChecksSorted("no checks here"))
 }
+
+// A translated rule that errs as Kyverno's does raises Kyverno's error
+// text as a missing map key: the API server's "resulted in error: no such
+// key: ERROR" agrees with Kyverno's ERROR, and with no other error.
+func TestRaisedKyvernoErrorsAgree(t *testing.T) {
+	const kyvernoErr = `validation failure: failed to check deny conditions: failed to substitute variables in condition key: failed to resolve element.path at path : JMESPath query failed: Unknown key "path" in path`
+	admitc := Result{Engine: "admitc", Verdict: Denied, Messages: []string{
+		"[p.check] expression '{}[variables.failures[0]]' resulted in error: no such key: " + kyvernoErr,
+	}}
+	kyverno := func(m string) Result {
+		return Result{Engine: "kyverno", Verdict: Denied, Messages: []string{"[p] " + m}}
+	}
+	assert.True(t, Agree(admitc, kyverno(kyvernoErr)))
+	assert.False(t, Agree(admitc, kyverno(`validation failure: failed to check deny conditions: JMESPath query failed: Unknown key "image" in path`)))
+	assert.False(t, Agree(admitc, kyverno("path")), "a part of the error is not the error")
+	assert.False(t, Agree(admitc, kyverno("")))
+}

@@ -25,6 +25,12 @@ import (
 type Block struct {
 	Holds  celbuild.Expr
 	MayErr bool
+	// Errs, when MayErr, is where evaluating the block fails, in
+	// Kyverno's order: an expression that itself never fails (nil: not
+	// known). Holds decides only where Errs is false. ErrText is Kyverno's
+	// error there (a string).
+	Errs    celbuild.Expr
+	ErrText celbuild.Expr
 	// Known are the keyPaths under the foreach element that are present
 	// wherever Holds is true: a precondition that no missing value meets
 	// ({{ element.resources.requests.memory || '' }} NotEquals ""). The
@@ -40,6 +46,37 @@ func (t *Translator) Conditions(c kyvernov1.AnyAllConditions, roots Roots) (Bloc
 	names := map[string]bool{}
 	var anyOut, allOut *Block
 	var known []string
+	// Errs is built from the last condition back: a condition fails the
+	// block where it fails itself, or, where it does not decide it (false
+	// in any, true in all), where the ones after it fail.
+	unknownErrs := false
+	errsAfter := func(e celbuild.Expr, mayErr bool, decides bool, rest *Block) (celbuild.Expr, celbuild.Expr) {
+		var next, nextText celbuild.Expr
+		if rest != nil && rest.MayErr {
+			if rest.Errs == nil {
+				unknownErrs = true
+				return nil, nil
+			}
+			if decides {
+				next = t.b.And(t.b.Not(e), rest.Errs)
+			} else {
+				next = t.b.And(e, rest.Errs)
+			}
+			nextText = rest.ErrText
+		}
+		if !mayErr {
+			return next, nextText
+		}
+		if t.errs == nil {
+			unknownErrs = true
+			return nil, nil
+		}
+		text := t.b.String(t.errText)
+		if next == nil {
+			return t.errs, text
+		}
+		return t.b.Or(t.errs, next), t.b.Ternary(t.errs, text, nextText)
+	}
 	if c.AnyConditions != nil {
 		out := Block{Holds: t.b.Bool(false)}
 		for i := len(c.AnyConditions) - 1; i >= 0; i-- {
@@ -51,10 +88,11 @@ func (t *Translator) Conditions(c kyvernov1.AnyAllConditions, roots Roots) (Bloc
 				// Of several, any one may be the one that holds.
 				known = append(known, t.implied...)
 			}
+			errs, text := errsAfter(e, mayErr, true, &out)
 			if mayErr {
-				out = Block{Holds: t.b.Ternary(e, t.b.Bool(true), out.Holds), MayErr: true}
+				out = Block{Holds: t.b.Ternary(e, t.b.Bool(true), out.Holds), MayErr: true, Errs: errs, ErrText: text}
 			} else {
-				out = Block{Holds: t.b.Or(e, out.Holds), MayErr: out.MayErr}
+				out = Block{Holds: t.b.Or(e, out.Holds), MayErr: out.MayErr, Errs: errs, ErrText: text}
 			}
 		}
 		anyOut = &out
@@ -67,13 +105,14 @@ func (t *Translator) Conditions(c kyvernov1.AnyAllConditions, roots Roots) (Bloc
 				return Block{}, fmt.Errorf("all[%d]: %w", i, err)
 			}
 			known = append(known, t.implied...)
+			errs, text := errsAfter(e, mayErr, false, out)
 			switch {
 			case out == nil:
-				out = &Block{Holds: e, MayErr: mayErr}
+				out = &Block{Holds: e, MayErr: mayErr, Errs: errs, ErrText: text}
 			case mayErr:
-				out = &Block{Holds: t.b.Ternary(e, out.Holds, t.b.Bool(false)), MayErr: true}
+				out = &Block{Holds: t.b.Ternary(e, out.Holds, t.b.Bool(false)), MayErr: true, Errs: errs, ErrText: text}
 			default:
-				out = &Block{Holds: t.b.And(e, out.Holds), MayErr: out.MayErr}
+				out = &Block{Holds: t.b.And(e, out.Holds), MayErr: out.MayErr, Errs: errs, ErrText: text}
 			}
 		}
 		allOut = out
@@ -93,6 +132,21 @@ func (t *Translator) Conditions(c kyvernov1.AnyAllConditions, roots Roots) (Bloc
 		out = Block{Holds: t.b.And(allOut.Holds, anyOut.Holds), MayErr: true}
 	default:
 		out = Block{Holds: t.b.Ternary(anyOut.Holds, allOut.Holds, t.b.Ternary(allOut.Holds, t.b.Bool(false), t.b.Bool(false))), MayErr: true}
+	}
+	out.Errs, out.ErrText = nil, nil
+	if out.MayErr && !unknownErrs {
+		// Kyverno evaluates the any block, then the all block: either
+		// failing fails it.
+		for _, part := range []*Block{allOut, anyOut} {
+			if part == nil || !part.MayErr {
+				continue
+			}
+			if out.Errs == nil {
+				out.Errs, out.ErrText = part.Errs, part.ErrText
+				continue
+			}
+			out.Errs, out.ErrText = t.b.Or(part.Errs, out.Errs), t.b.Ternary(part.Errs, part.ErrText, out.ErrText)
+		}
 	}
 	out.Known = known
 	return out, nil
@@ -120,15 +174,21 @@ func hasVariable(v any) bool {
 // that reads Kyverno's images variable fails where the images do not
 // parse: ImagesParseVariable is true there or fails.
 func (t *Translator) condition(c kyvernov1.Condition, roots Roots, names map[string]bool) (celbuild.Expr, bool, error) {
-	t.readsImages, t.implied = false, nil
+	t.readsImages, t.implied, t.errs, t.errText, t.errVar = false, nil, nil, "", ""
+	if key, ok := c.GetKey().(string); ok {
+		t.errVar, _ = wholeVariable(key)
+	}
 	e, mayErr, err := t.conditionOf(c, roots, names)
+	if !mayErr {
+		t.errs = nil
+	}
 	if err != nil || !t.ReadsImages() {
 		if err == nil && t.deferImages != nil {
 			t.deferImages.others++
 		}
 		return e, mayErr, err
 	}
-	t.usedImages = true
+	t.usedImages, t.errs = true, nil
 	if t.deferImages != nil {
 		t.deferImages.reads++
 		return e, mayErr, nil
@@ -447,6 +507,7 @@ func (t *Translator) pathCondition(o operator, p *qpath) (celbuild.Expr, bool, e
 	value := p.expr(t.b)
 	if p.strict {
 		e, err := t.apply(pred, value)
+		t.strictReadErr(p)
 		return e, p.mayErr(), err
 	}
 	// A missing value is null, or the `|| literal`; so is a false-like one.
@@ -642,6 +703,7 @@ func (t *Translator) listCondition(o operator, v qval, names map[string]bool) (c
 		if p.strict {
 			// A strict read of a missing list fails, as in Kyverno.
 			mayErr, list.null = p.mayErr(), nil
+			t.strictReadErr(p)
 		} else if list.null != nil {
 			opt, _ := p.optional(t.b)
 			optSrc = t.b.OrValue(opt, t.b.List())
@@ -1005,4 +1067,22 @@ func (t *Translator) listText(l *qlist) (celbuild.Expr, error) {
 		return t.b.Ternary(l.null, t.b.String("null"), text), nil
 	}
 	return text, nil
+}
+
+// strictReadErr records where the condition's strict read p of its key
+// fails, and Kyverno's error there ("Unknown key"), when exactly one key
+// of p may be missing (with more, which one is missing names the error).
+func (t *Translator) strictReadErr(p *qpath) {
+	t.errs = nil
+	var missing []string
+	for i, k := range p.keys {
+		if !p.always[i] {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) != 1 || t.errVar == "" {
+		return
+	}
+	t.errs = negate(t.b, p.present(t.b))
+	t.errText = "failed to substitute variables in condition key: failed to resolve " + t.errVar + " at path : JMESPath query failed: Unknown key \"" + missing[0] + "\" in path"
 }

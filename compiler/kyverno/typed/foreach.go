@@ -139,6 +139,23 @@ func (l *Loop) FirstMap(pred, value celbuild.Expr) celbuild.Expr {
 	return l.b.Index(l.b.Map(l.b.Filter(g.src, g.v, keep), g.v, value), l.b.Int(0))
 }
 
+// Concat is the lists value (a list, over Element) of every element,
+// joined in Kyverno's order.
+func (l *Loop) Concat(value celbuild.Expr) celbuild.Expr {
+	body := value
+	for i := len(l.gens) - 1; i >= 0; i-- {
+		g := l.gens[i]
+		if g.filter != nil {
+			body = l.b.Ternary(g.filter, body, l.b.List())
+		}
+		body = l.b.Member("flatten", l.b.Map(g.src, g.v, body))
+	}
+	if l.null != nil {
+		return l.b.Ternary(l.null, l.b.List(), body)
+	}
+	return body
+}
+
 // Uses says whether e reads the loop's element.
 func (l *Loop) Uses(e celbuild.Expr) bool {
 	for _, g := range l.gens {

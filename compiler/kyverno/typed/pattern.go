@@ -57,6 +57,13 @@ type Translator struct {
 	// implied are the keyPaths under the foreach element that the
 	// condition being translated holds only where present (Block.Known).
 	implied []string
+	// errs is where the condition being translated fails, when it may
+	// (a strict read of a field that may be missing): nil when not known;
+	// errText is Kyverno's error there. errVar is the text of the
+	// condition's key variable.
+	errs    celbuild.Expr
+	errText string
+	errVar  string
 }
 
 // NewTranslator translates with builder b.
