@@ -94,7 +94,7 @@ func (r *reader) typedPodSecurityRule(pol *ir.Policy, c computedRule, m loweredM
 			if covered[chk.ID] {
 				// The records decide; they read what the verdict reads,
 				// which is recorded all the same.
-				verdict = "variables." + records + "_" + chk.ID + " != ''"
+				verdict = podsecurity.CheckFails("variables." + records + "_" + chk.ID)
 			}
 			terms = append(terms, verdict)
 		}

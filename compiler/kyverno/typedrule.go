@@ -116,6 +116,7 @@ func typedWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool, n k
 	if err := t.SetContext(context); err != nil {
 		return nil, err
 	}
+	t.NameContainerLists()
 	v := c.rule.Validation
 	now, err := translateTyped(b, t, v, b.Ident("object"), n)
 	if err != nil {
@@ -140,6 +141,16 @@ func typedWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool, n k
 	skipped := b.Ternary(b.And(now.bad, existing), b.String(offlineSkipReason), b.String(""))
 	if now.skip != nil {
 		skipped = b.Ternary(now.skip, b.String(now.skipReason()), skipped)
+	}
+	// A container list read more than once is a variable, named after
+	// what it holds; one read once stays in place.
+	for _, l := range t.ContainerLists() {
+		with := l.Expr
+		if b.Uses(valid, l.Placeholder) > 1 {
+			with = b.Select(b.Ident("variables"), l.Name)
+			out.Variables = append(out.Variables, ir.NamedExpression{Name: l.Name, Expression: b.MustPrint(l.Expr), Origin: pol.Origin})
+		}
+		valid, skipped = b.Substitute(valid, l.Placeholder, with), b.Substitute(skipped, l.Placeholder, with)
 	}
 	if !celbuild.IsFalse(existing) || now.skip != nil {
 		out.OfflineAnnotations = []ir.AuditAnnotation{{Key: SkipAnnotation, ValueExpression: b.MustPrint(skipped), Origin: pol.Origin}}

@@ -84,6 +84,12 @@ spec:
   - {name: nfs, nfs: {server: s, path: /}}
 `}
 
+// segment is check c over its records recs as the message prints it, ''
+// when it passes (a Pod: spec is written spec).
+func segment(c Check, recs string) string {
+	return "[[" + recs + "].map(d, [dyn(" + c.reason("d") + "), dyn(d)])[0]].map(c, " + CheckFails("c") + " ? " + printedCheck("c", "'spec'") + " : '')[0]"
+}
+
 // TestChecksAgreeWithTheForksChecks runs every version of every check of
 // Kyverno's fork of pod-security-admission (with field errors, as Kyverno
 // runs them) and its CEL translation on seeded variants of the seed pods:
@@ -101,8 +107,8 @@ func TestChecksAgreeWithTheForksChecks(t *testing.T) {
 				continue // seccompProfile_baseline 1.0 reads annotations no claimed version selects
 			}
 			// The records an exclusion reads (full) print as the short ones.
-			eval := program(t, []Variable{{"kpsPod", DefaultView(specOf, metaOf)}}, "["+v.Records(recorder{raw: c.readsRecords()}, "variables.kpsPod")+"].map(d, "+segment(c, "d", "d", "'spec'")+")[0]")
-			evalFull := program(t, []Variable{{"kpsPod", DefaultView(specOf, metaOf)}}, "["+v.Records(recorder{full: true}, "variables.kpsPod")+"].map(d, "+segment(c, "d", "d", "'spec'")+")[0]")
+			eval := program(t, []Variable{{"kpsPod", DefaultView(specOf, metaOf)}}, segment(c, v.Records(recorder{raw: c.readsRecords()}, "variables.kpsPod")))
+			evalFull := program(t, []Variable{{"kpsPod", DefaultView(specOf, metaOf)}}, segment(c, v.Records(recorder{full: true}, "variables.kpsPod")))
 			for _, p := range pods {
 				typed, ok := decodePod(p.Object)
 				if !ok {
@@ -230,7 +236,7 @@ func TestChecksDecideAlikeOnTypedPods(t *testing.T) {
 			if v.Records == nil {
 				continue
 			}
-			eval := program(t, []Variable{{"kpsPod", DefaultView(specOf, metaOf)}}, "["+v.Records(recorder{raw: c.readsRecords()}, "variables.kpsPod")+"].map(d, "+segment(c, "d", "d", "'spec'")+")[0]")
+			eval := program(t, []Variable{{"kpsPod", DefaultView(specOf, metaOf)}}, segment(c, v.Records(recorder{raw: c.readsRecords()}, "variables.kpsPod")))
 			for _, p := range pods {
 				if _, ok := decodePod(p.Object); !ok {
 					continue

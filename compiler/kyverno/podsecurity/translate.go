@@ -62,14 +62,18 @@ func Translate(ps *kyvernov1.PodSecurity, root, prefix string) (Translation, err
 		t.Variables = append(t.Variables, Variable{prefix + name, view})
 		excludes = append(excludes, exclusion{x, ref(name)})
 	}
-	var segments []string
+	var checks []string
 	for _, c := range Evaluated(string(ps.Level)) {
-		t.Variables = append(t.Variables, Variable{prefix + "_" + c.ID, checkSegment(c, c.Selected(minor), pod, ref("Where"), coveringExcludes(c.ID, excludes))})
-		segments = append(segments, ref("_"+c.ID))
+		t.Variables = append(t.Variables, Variable{prefix + "_" + c.ID, checkRecords(c, c.Selected(minor), pod, coveringExcludes(c.ID, excludes))})
+		checks = append(checks, ref("_"+c.ID))
 	}
-	t.Variables = append(t.Variables, Variable{prefix, "[" + strings.Join(segments, ", ") + "].filter(s, s != '')"})
+	t.Variables = append(t.Variables, Variable{prefix, "[" + strings.Join(checks, ", ") + "].filter(c, " + CheckFails("c") + ").map(c, " + printedCheck("c", ref("Where")) + ")"})
 	return t, nil
 }
+
+// CheckFails is the CEL test that the check whose variable (of a
+// Translation) is check fails: some of its records remain.
+func CheckFails(check string) string { return "size(" + check + "[1]) > 0" }
 
 // SpecPath is the CEL string Kyverno's convertChecks writes for "spec"
 // in every field of the message, by the kind at root: the pod spec's path
@@ -78,14 +82,19 @@ func SpecPath(root string) string {
 	return root + ".kind in [" + strings.Join(quoteAll(Controllers), ", ") + "] ? 'spec.template.spec' : " + root + ".kind == 'CronJob' ? 'spec.jobTemplate.spec.template.spec' : 'spec'"
 }
 
-// checkSegment is the CEL string of check c (at version v) on the pod
-// view pod after the covering exclusions: Kyverno's FormatChecksPrint of
-// the check, or ” when it passes. where is SpecPath's value.
-func checkSegment(c Check, v Version, pod, where string, covering []exclusion) string {
+// checkRecords is check c (at version v) on the pod view pod after the
+// covering exclusions, as the pair [reason, records]: the check's
+// ForbiddenReason (from all its records) and the records that remain, none
+// when it passes (printed writes it as Kyverno's FormatChecksPrint).
+func checkRecords(c Check, v Version, pod string, covering []exclusion) string {
 	r := recorder{full: len(covering) > 0, raw: c.readsRecords()}
 	recs := v.Records(r, pod)
+	pair := func(all, rest string) string { return "[dyn(" + c.reason(all) + "), dyn(" + rest + ")]" }
 	if len(covering) == 0 {
-		return "[" + recs + "].map(d, " + segment(c, "d", "d", where) + ")[0]"
+		if !c.readsRecords() {
+			return pair("", recs)
+		}
+		return "[" + recs + "].map(d, " + pair("d", "d") + ")[0]"
 	}
 	key := byField
 	for _, x := range covering {
@@ -98,21 +107,19 @@ func checkSegment(c Check, v Version, pod, where string, covering []exclusion) s
 		quals = append(quals, x.qualifying(v.Records(r, x.view), key))
 	}
 	remaining := "d.transformList(i, r, size(d.slice(0, i).filter(s, " + key("s") + " == " + key("r") + ")) < size(qs.filter(e, e == " + key("r") + ")) ? [] : [r]).flatten()"
-	return "[" + recs + "].map(d, [" + strings.Join(quals, " + ") + "].map(qs, [" + remaining + "].map(rest, " + segment(c, "d", "rest", where) + ")[0])[0])[0]"
+	return "[" + recs + "].map(d, [" + strings.Join(quals, " + ") + "].map(qs, " + pair("d", remaining) + ")[0])[0]"
 }
 
-// segment is a check's part of the message, or ” when rest (its
-// remaining records) is empty; the reason is the check's, from all its
-// records (all). Each printed error starts with its field, which is
-// written as Kyverno's convertChecks rewrites it after the checks ran:
-// every "spec" replaced by where, then every "metadata" by
+// printedCheck is a failing check c (a [reason, records] pair) as Kyverno's
+// FormatChecksPrint writes it. Each printed error starts with its field,
+// which is written as Kyverno's convertChecks rewrites it after the checks
+// ran: every "spec" replaced by where, then every "metadata" by
 // "spec.template.metadata", whatever the kind (strings.ReplaceAll, as
 // CEL's replace does).
-func segment(c Check, all, rest, where string) string {
+func printedCheck(c, where string) string {
 	field := slot("e", slotField)
 	shown := field + ".replace('spec', " + where + ").replace('metadata', 'spec.template.metadata') + " + slot("e", slotRest)
-	head := concat(concat(q("(Forbidden reason: "), c.reason(all)), q(", field error list: ["))
-	return "size(" + rest + ") == 0 ? '' : " + head + " + " + rest + ".filter(e, " + field + " != '').map(e, " + shown + ").join(', ') + '])'"
+	return q("(Forbidden reason: ") + " + " + c + "[0] + " + q(", field error list: [") + " + " + c + "[1].filter(e, " + field + " != '').map(e, " + shown + ").join(', ') + '])'"
 }
 
 // exclusion is one exclude and the CEL view of its pod.

@@ -64,6 +64,66 @@ type Translator struct {
 	errs    celbuild.Expr
 	errText string
 	errVar  string
+	// listVariables, when set, has the concatenation of a pod spec's
+	// three container lists of the object or the old object stand as a
+	// named value (ContainerLists).
+	listVariables bool
+	lists         []ContainerList
+}
+
+// ContainerList is the concatenation of a pod spec's three container
+// lists of the object (Name allContainers) or the old object
+// (oldAllContainers), which the translations read as the identifier
+// Placeholder: each is then written as a variable (where read more than
+// once) or in place.
+type ContainerList struct {
+	Name, Placeholder string
+	Expr              celbuild.Expr
+}
+
+// NameContainerLists makes the patterns translated from now on read a
+// pod spec's three container lists, checked as one, through a
+// placeholder (ContainerLists).
+func (t *Translator) NameContainerLists() { t.listVariables = true }
+
+// ContainerLists are the container lists the translations read through
+// placeholders (NameContainerLists), in the order first read.
+func (t *Translator) ContainerLists() []ContainerList { return t.lists }
+
+// containerLists is target, the concatenation of the lists fields, as a
+// placeholder when it is the object's or the old object's three container
+// lists (NameContainerLists).
+func (t *Translator) containerLists(target celbuild.Expr, fields []string) celbuild.Expr {
+	if !t.listVariables || len(fields) != 3 {
+		return target
+	}
+	for _, f := range fields {
+		if _, ok := listOrder[f]; !ok {
+			return target
+		}
+	}
+	text, err := t.b.Print(target)
+	if err != nil {
+		return target
+	}
+	var name string
+	switch {
+	case strings.HasPrefix(text, "object."):
+		name = "allContainers"
+	case strings.HasPrefix(text, "oldObject."):
+		name = "oldAllContainers"
+	default:
+		return target
+	}
+	placeholder := "__admitc_" + name
+	i := slices.IndexFunc(t.lists, func(l ContainerList) bool { return l.Name == name })
+	switch {
+	case i < 0:
+		t.lists = append(t.lists, ContainerList{Name: name, Placeholder: placeholder, Expr: target})
+	case !t.b.Same(t.lists[i].Expr, target):
+		return target
+	}
+	return t.b.Ident(placeholder)
 }
 
 // NewTranslator translates with builder b.
@@ -817,9 +877,12 @@ func (w *walk) mergeLists(checks []check) []celbuild.Expr {
 		sorted := append([]*listCheck(nil), g...)
 		sort.SliceStable(sorted, func(i, j int) bool { return rank(sorted[i].field) < rank(sorted[j].field) })
 		target := sorted[0].target
+		fields := []string{sorted[0].field}
 		for _, l := range sorted[1:] {
 			target = w.b.Add(target, l.target)
+			fields = append(fields, l.field)
 		}
+		target = w.t.containerLists(target, fields)
 		merged[g[0]] = w.b.All(target, g[0].elem, g[0].pred)
 		for _, l := range g[1:] {
 			merged[l] = nil
