@@ -84,8 +84,8 @@ spec:
   - {name: nfs, nfs: {server: s, path: /}}
 `}
 
-// segment is check c over its records recs as the message prints it, ”
-// when it passes (a Pod: spec is written spec).
+// segment is check c over its records recs as the message prints it, the
+// empty string when it passes (a Pod: spec is written spec).
 func segment(c Check, recs string) string {
 	return "[[" + recs + "].map(d, [dyn(" + c.reason("d") + "), dyn(d)])[0]].map(c, " + CheckFails("c") + " ? " + printedCheck("c", "'spec'") + " : '')[0]"
 }
