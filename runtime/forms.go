@@ -63,7 +63,7 @@ func (e *Engine) form(i int, req *Request) (*ir.Policy, *celenv.CompiledPolicy, 
 		return p, c, nil
 	}
 	if p.Dynamic != nil && !f.shape.fits(req) {
-		f.dynamicOnce.Do(func() { f.dynamic, f.dynamicErr = celenv.Compile(p.Dynamic) })
+		f.dynamicOnce.Do(func() { f.dynamic, f.dynamicErr = celenv.CompileUnchecked(p.Dynamic) })
 		return p.Dynamic, f.dynamic, f.dynamicErr
 	}
 	if req.Offline && len(p.OfflineAnnotations) > 0 {

@@ -77,11 +77,26 @@ type Variable struct {
 // returned: as in the API server they surface as decisions at request time.
 // Use Check to find them ahead of time.
 func Compile(p *ir.Policy) (*CompiledPolicy, error) {
+	return compile(p, false)
+}
+
+// CompileUnchecked is Compile without the type checker, for the exact
+// (dynamic) forms admitc writes and only its runtime evaluates: they read
+// every value as dyn and test its type themselves, so the checker, whose
+// work grows with the square of an expression's generic calls, would only
+// confirm what they test. Functions dispatch on the runtime types, as they
+// do on dyn values in a checked program.
+func CompileUnchecked(p *ir.Policy) (*CompiledPolicy, error) {
+	return compile(p, true)
+}
+
+func compile(p *ir.Policy, unchecked bool) (*CompiledPolicy, error) {
 	env := PolicyEnv(p)
 	if _, err := sharedOptionEnvs(env); err != nil {
 		return nil, fmt.Errorf("initialise CEL compiler: %w", err)
 	}
 	cc := NewCompilerIn(env)
+	cc.unchecked = unchecked
 	opts := policyOptions(p)
 	progs := &Programs{VariablesType: types.NewTypeValue(cc.state.mapType.TypeName(), traits.IndexerType|traits.FieldTesterType|traits.IterableType)}
 	var matcher matchconditions.Matcher

@@ -28,6 +28,8 @@ import (
 type Compiler struct {
 	env   Env
 	state *composition
+	// unchecked compiles without the type checker (CompileUnchecked).
+	unchecked bool
 }
 
 // composition is one policy's variables: their types and programs.
@@ -55,6 +57,9 @@ func (c *Compiler) CompileCELExpression(a plugincel.ExpressionAccessor, opts plu
 	env, err := sharedVariablesEnv(c.env, opts, c.state.fields)
 	if err != nil {
 		return compileError(a, fmt.Sprintf("unexpected error loading CEL environment: %v", err), apiservercel.ErrorTypeInternal, nil)
+	}
+	if c.unchecked {
+		return compileUncheckedIn(env, a, mode)
 	}
 	return compileIn(env, a, mode)
 }
@@ -128,6 +133,35 @@ func compileIn(envSet *environment.EnvSet, a plugincel.ExpressionAccessor, mode 
 		return res
 	}
 	res := compileUncached(envSet, a, mode)
+	programs.put(key, res)
+	return res
+}
+
+// compileUncheckedIn is compileIn without the type checker: the
+// expression parsed and planned with its functions dispatched on the
+// values' runtime types, its output type dyn (remembered apart from the
+// checked programs).
+func compileUncheckedIn(envSet *environment.EnvSet, a plugincel.ExpressionAccessor, mode environment.Type) plugincel.CompilationResult {
+	key := programKey{env: envSet, mode: mode, returnTypes: "unchecked " + returnTypesKey(a.ReturnTypes()), expression: a.GetExpression()}
+	if res, ok := programs.get(key); ok {
+		res.ExpressionAccessor = a
+		return res
+	}
+	res := func() plugincel.CompilationResult {
+		env, err := envSet.Env(mode)
+		if err != nil {
+			return compileError(a, fmt.Sprintf("unexpected error loading CEL environment: %v", err), apiservercel.ErrorTypeInternal, nil)
+		}
+		ast, issues := env.Parse(a.GetExpression())
+		if issues != nil {
+			return compileError(a, "compilation failed: "+issues.String(), apiservercel.ErrorTypeInvalid, apiservercel.NewCompilationError(issues))
+		}
+		prog, err := env.Program(ast, cel.InterruptCheckFrequency(celconfig.CheckFrequency))
+		if err != nil {
+			return compileError(a, "program instantiation failed: "+err.Error(), apiservercel.ErrorTypeInternal, nil)
+		}
+		return plugincel.CompilationResult{Program: prog, ExpressionAccessor: a, OutputType: cel.DynType}
+	}()
 	programs.put(key, res)
 	return res
 }
