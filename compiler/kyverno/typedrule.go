@@ -142,22 +142,23 @@ func typedWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool, n k
 	if now.skip != nil {
 		skipped = b.Ternary(now.skip, b.String(now.skipReason()), skipped)
 	}
+	message := now.message(b, c.rule.Name, v.Message)
 	// A container list read more than once is a variable, named after
 	// what it holds; one read once stays in place.
 	for _, l := range t.ContainerLists() {
 		with := l.Expr
-		if b.Uses(valid, l.Placeholder) > 1 {
+		if b.Uses(valid, l.Placeholder)+b.Uses(message, l.Placeholder) > 1 {
 			with = b.Select(b.Ident("variables"), l.Name)
 			out.Variables = append(out.Variables, ir.NamedExpression{Name: l.Name, Expression: b.MustPrint(l.Expr), Origin: pol.Origin})
 		}
-		valid, skipped = b.Substitute(valid, l.Placeholder, with), b.Substitute(skipped, l.Placeholder, with)
+		valid, skipped, message = b.Substitute(valid, l.Placeholder, with), b.Substitute(skipped, l.Placeholder, with), b.Substitute(message, l.Placeholder, with)
 	}
 	if !celbuild.IsFalse(existing) || now.skip != nil {
 		out.OfflineAnnotations = []ir.AuditAnnotation{{Key: SkipAnnotation, ValueExpression: b.MustPrint(skipped), Origin: pol.Origin}}
 	}
 	out.Validations = []ir.Validation{{
 		Expression:        b.MustPrint(valid),
-		MessageExpression: b.MustPrint(now.message(b, c.rule.Name, v.Message)),
+		MessageExpression: b.MustPrint(message),
 		Origin:            pol.Validations[0].Origin,
 	}}
 	out.SchemaReads = t.Reads()

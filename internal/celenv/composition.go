@@ -128,13 +128,7 @@ func (c *Compiler) CreateContext(parent context.Context) plugincel.CompositionCo
 // policy shape with different names), and a compiled program is immutable.
 func compileIn(envSet *environment.EnvSet, a plugincel.ExpressionAccessor, mode environment.Type) plugincel.CompilationResult {
 	key := programKey{env: envSet, mode: mode, returnTypes: returnTypesKey(a.ReturnTypes()), expression: a.GetExpression()}
-	if res, ok := programs.get(key); ok {
-		res.ExpressionAccessor = a
-		return res
-	}
-	res := compileUncached(envSet, a, mode)
-	programs.put(key, res)
-	return res
+	return cached(key, a, func() plugincel.CompilationResult { return compileUncached(envSet, a, mode) })
 }
 
 // compileUncheckedIn is compileIn without the type checker: the
@@ -143,11 +137,7 @@ func compileIn(envSet *environment.EnvSet, a plugincel.ExpressionAccessor, mode 
 // checked programs).
 func compileUncheckedIn(envSet *environment.EnvSet, a plugincel.ExpressionAccessor, mode environment.Type) plugincel.CompilationResult {
 	key := programKey{env: envSet, mode: mode, returnTypes: "unchecked " + returnTypesKey(a.ReturnTypes()), expression: a.GetExpression()}
-	if res, ok := programs.get(key); ok {
-		res.ExpressionAccessor = a
-		return res
-	}
-	res := func() plugincel.CompilationResult {
+	return cached(key, a, func() plugincel.CompilationResult {
 		env, err := envSet.Env(mode)
 		if err != nil {
 			return compileError(a, fmt.Sprintf("unexpected error loading CEL environment: %v", err), apiservercel.ErrorTypeInternal, nil)
@@ -156,12 +146,17 @@ func compileUncheckedIn(envSet *environment.EnvSet, a plugincel.ExpressionAccess
 		if issues != nil {
 			return compileError(a, "compilation failed: "+issues.String(), apiservercel.ErrorTypeInvalid, apiservercel.NewCompilationError(issues))
 		}
-		prog, err := env.Program(ast, cel.InterruptCheckFrequency(celconfig.CheckFrequency))
-		if err != nil {
-			return compileError(a, "program instantiation failed: "+err.Error(), apiservercel.ErrorTypeInternal, nil)
-		}
-		return plugincel.CompilationResult{Program: prog, ExpressionAccessor: a, OutputType: cel.DynType}
-	}()
+		return program(env, ast, a)
+	})
+}
+
+// cached is the result remembered under key, else compile's, remembered.
+func cached(key programKey, a plugincel.ExpressionAccessor, compile func() plugincel.CompilationResult) plugincel.CompilationResult {
+	if res, ok := programs.get(key); ok {
+		res.ExpressionAccessor = a
+		return res
+	}
+	res := compile()
 	programs.put(key, res)
 	return res
 }
@@ -181,6 +176,11 @@ func compileUncached(envSet *environment.EnvSet, a plugincel.ExpressionAccessor,
 	if _, err := cel.AstToCheckedExpr(ast); err != nil {
 		return compileError(a, "unexpected compilation error: "+err.Error(), apiservercel.ErrorTypeInternal, nil)
 	}
+	return program(env, ast, a)
+}
+
+// program plans ast, its output type the AST's (dyn when unchecked).
+func program(env *cel.Env, ast *cel.Ast, a plugincel.ExpressionAccessor) plugincel.CompilationResult {
 	prog, err := env.Program(ast, cel.InterruptCheckFrequency(celconfig.CheckFrequency))
 	if err != nil {
 		return compileError(a, "program instantiation failed: "+err.Error(), apiservercel.ErrorTypeInternal, nil)

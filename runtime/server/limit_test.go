@@ -144,6 +144,10 @@ func TestStreamsOverTheCapAreRefused(t *testing.T) {
 			refused++
 		}
 	}
+	// The four accepted streams reach the handler in their own
+	// goroutines, which a busy machine may start after the refusals.
+	require.Eventually(t, func() bool { return s.inflight.Load() == 4 }, 5*time.Second, 10*time.Millisecond, "reviews in the handler: %d", s.inflight.Load())
+	time.Sleep(100 * time.Millisecond)
 	assert.EqualValues(t, 4, s.inflight.Load(), "reviews in the handler")
 	assert.Equal(t, 8.0, testutil.ToFloat64(s.cfg.Metrics.HTTP2Errors.WithLabelValues("stream_PROTOCOL_ERROR_over_max_streams")))
 }
