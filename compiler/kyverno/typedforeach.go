@@ -387,13 +387,14 @@ func typedForEach(b *celbuild.Builder, t *typed.Translator, c computedRule, v *k
 				return foreachOutcome{}, fmt.Errorf("entry %d: a message on an element of nested lists", i)
 			}
 		}
-		fail := loop.Exists(e)
-		var entryFailures celbuild.Expr
+		var fail, entryFailures celbuild.Expr
 		if elemFailures != nil {
 			// Kyverno stops at the first element that does not pass,
 			// whether it fails or errs.
 			entryFailures = loop.Concat(elemFailures)
 			fail = b.Compare(">", b.Size(entryFailures), b.Int(0))
+		} else {
+			fail = loop.Exists(e)
 		}
 		fails = append(fails, fail)
 		outcomes = append(outcomes, entryFailures)

@@ -390,7 +390,5 @@ func writeReportFiles(dir string, set *openreports.Set) error {
 func afterJudging(a *audit.Auditor) {
 	a.ForgetEngines()
 	debug.FreeOSMemory()
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(50)
-	}
+	defaultGCPercent(50)
 }

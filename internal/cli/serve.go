@@ -165,7 +165,10 @@ func (o *ServeOptions) Validate() error {
 // Run serves until ctx is cancelled (SIGTERM), then drains and returns nil.
 func (o *ServeOptions) Run(ctx context.Context) error {
 	logger := slog.New(slog.NewJSONHandler(o.Err, nil))
-	tuneGC()
+	// A review allocates a few hundred KiB of short-lived CEL values while
+	// the live heap stays small, so collecting less often frees a large
+	// share of the CPU.
+	tuneGC(400)
 	engine, err := servedEngine(&o.Policies)
 	if err != nil {
 		return err
@@ -293,17 +296,22 @@ func readNamespaceLabels(file string) (map[string]map[string]string, error) {
 	return out, nil
 }
 
-// tuneGC trades memory for CPU: a review allocates a few hundred KiB of
-// short-lived CEL values while the live heap stays small, so collecting less
-// often frees a large share of the CPU. GOGC in the environment wins. In a
-// container with a memory limit (cgroup memory.max), the Go runtime is
-// held to 90% of it, so a heap that GOGC lets grow is collected before the
-// kernel kills the process; GOMEMLIMIT in the environment wins.
-func tuneGC() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
-	}
+// tuneGC trades memory for CPU: the collector runs at percent
+// (defaultGCPercent). In a container with a memory limit (cgroup
+// memory.max), the Go runtime is held to 90% of it, so a heap that GOGC
+// lets grow is collected before the kernel kills the process; GOMEMLIMIT in
+// the environment wins.
+func tuneGC(percent int) {
+	defaultGCPercent(percent)
 	limitToContainer()
+}
+
+// defaultGCPercent sets the collector's GOGC to percent, unless GOGC is
+// set in the environment: the user's wins.
+func defaultGCPercent(percent int) {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(percent)
+	}
 }
 
 // limitToContainer holds the Go runtime to 90% of the container's memory
