@@ -227,10 +227,10 @@ func (e *Engine) Validate(ctx context.Context, req *Request) (*Result, error) {
 			return nil, fmt.Errorf("policy %q: %w", p.Name, err)
 		}
 		if p.Imported() {
-			e.validateImported(ev, p, c, bindings, res)
+			e.validateImported(ev, i, p, c, bindings, res)
 			continue
 		}
-		o, detail := e.validateOne(ctx, ev, p, c, res)
+		o, detail := e.validateOne(ctx, ev, i, p, c, res)
 		res.trace(req.Explain, p, o, detail)
 	}
 	return res, nil
@@ -238,8 +238,13 @@ func (e *Engine) Validate(ctx context.Context, req *Request) (*Result, error) {
 
 // validateOne evaluates one matching validating policy into res and says
 // what it did.
-func (e *Engine) validateOne(ctx context.Context, ev *evaluation, p *ir.Policy, c *celenv.CompiledPolicy, res *Result) (Outcome, string) {
+func (e *Engine) validateOne(ctx context.Context, ev *evaluation, i int, p *ir.Policy, c *celenv.CompiledPolicy, res *Result) (Outcome, string) {
 	params, err := ev.policyParams(p)
+	if err == nil && !paramsFit(p, params) {
+		if p, c, err = e.dynamicForm(i); err != nil {
+			return Failed, err.Error()
+		}
+	}
 	switch {
 	case errors.Is(err, errParamsSkipped):
 		return NoParams, err.Error()
@@ -308,7 +313,7 @@ func record(out validating.ValidateResult, p *ir.Policy, binding string, actions
 // validateImported evaluates an imported policy through each of its
 // bindings that matches (matchingBindings), with each binding's parameter
 // objects, as the API server's validating policy dispatcher does.
-func (e *Engine) validateImported(ev *evaluation, p *ir.Policy, c *celenv.CompiledPolicy, bindings []*ir.Binding, res *Result) {
+func (e *Engine) validateImported(ev *evaluation, i int, p *ir.Policy, c *celenv.CompiledPolicy, bindings []*ir.Binding, res *Result) {
 	for _, b := range bindings {
 		params, err := ev.bindingParams(p, b)
 		if err != nil {
@@ -319,6 +324,13 @@ func (e *Engine) validateImported(ev *evaluation, p *ir.Policy, c *celenv.Compil
 			res.traceBinding(ev.req.Explain, p, b.Name, NoParams, "binding "+b.Name+": no parameter object; parameterNotFoundAction Allow")
 		}
 		for _, param := range params {
+			p, c := p, c
+			if !paramsFit(p, param) {
+				if p, c, err = e.dynamicForm(i); err != nil {
+					e.configError(ev, p, b.Name, err, res)
+					continue
+				}
+			}
 			o, detail := record(e.validate(ev, p, c, param), p, b.Name, b.Actions, res)
 			res.traceBinding(ev.req.Explain, p, b.Name, o, joinDetail("binding "+b.Name, detail))
 		}

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+
 	"github.com/admitc/admitc/internal/celenv"
 	"github.com/admitc/admitc/ir"
 )
@@ -63,8 +66,7 @@ func (e *Engine) form(i int, req *Request) (*ir.Policy, *celenv.CompiledPolicy, 
 		return p, c, nil
 	}
 	if p.Dynamic != nil && !f.shape.fits(req) {
-		f.dynamicOnce.Do(func() { f.dynamic, f.dynamicErr = celenv.CompileUnchecked(p.Dynamic) })
-		return p.Dynamic, f.dynamic, f.dynamicErr
+		return e.dynamicForm(i)
 	}
 	if req.Offline && len(p.OfflineAnnotations) > 0 {
 		f.annotatedOnce.Do(func() {
@@ -76,6 +78,42 @@ func (e *Engine) form(i int, req *Request) (*ir.Policy, *celenv.CompiledPolicy, 
 		return f.annotated, f.annotatedC, f.annotatedErr
 	}
 	return p, c, nil
+}
+
+// dynamicForm is policy i's dynamic form, compiled on first use.
+func (e *Engine) dynamicForm(i int) (*ir.Policy, *celenv.CompiledPolicy, error) {
+	p, f := &e.set.Policies[i], e.forms[i]
+	f.dynamicOnce.Do(func() { f.dynamic, f.dynamicErr = celenv.CompileUnchecked(p.Dynamic) })
+	return p.Dynamic, f.dynamic, f.dynamicErr
+}
+
+// paramsFit says whether params, the parameter object of p, is shaped as
+// p's typed form assumes: a ConfigMap (a Kyverno configMap context entry
+// read as params) whose data are strings, as the API server keeps them.
+// Offline a test's ConfigMap need not be; p's dynamic form judges it then
+// (true for a policy without a typed form, or params of another kind).
+func paramsFit(p *ir.Policy, params k8sruntime.Object) bool {
+	if p.Dynamic == nil || p.ParamKind == nil || p.ParamKind.APIVersion != "v1" || p.ParamKind.Kind != "ConfigMap" {
+		return true
+	}
+	u, ok := params.(*unstructured.Unstructured)
+	if !ok {
+		return true
+	}
+	data, found := u.Object["data"]
+	if !found {
+		return true
+	}
+	m, ok := data.(map[string]any)
+	if !ok {
+		return false
+	}
+	for _, v := range m {
+		if _, ok := v.(string); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // fits says whether the request's object and old object are shaped as

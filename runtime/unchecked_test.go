@@ -67,7 +67,7 @@ func TestUncheckedDynamicFormsDecideAsChecked(t *testing.T) {
 					res := &Result{}
 					ev := e.newEvaluation(context.Background(), req, req.Object)
 					if bindings := e.matchingBindings(ev, p, res); len(bindings) > 0 {
-						e.validateImported(ev, p.Dynamic, c, bindings, res)
+						e.validateImported(ev, i, p.Dynamic, c, bindings, res)
 					}
 					return res
 				}

@@ -61,7 +61,7 @@ func configMapVariable(e kyvernov1.ContextEntry, at, policyNamespace string) (co
 	case policyNamespace != "" && ns != policyNamespace:
 		return conditions.Variable{}, nil, &refusal{"context.configMap", at + ".configMap.namespace", fmt.Sprintf("Kyverno refuses to read a ConfigMap in namespace %q for a Policy of namespace %q: the rule fails wherever it reads the entry", ns, policyNamespace)}
 	}
-	return conditions.Variable{Name: e.Name, CEL: configMapCEL}, &configMapEntry{entry: e.Name, name: cm.Name, namespace: ns, path: at}, nil
+	return conditions.Variable{Name: e.Name, CEL: configMapCEL, ConfigMap: true}, &configMapEntry{entry: e.Name, name: cm.Name, namespace: ns, path: at}, nil
 }
 
 // configMapParams makes pol read the rule's ConfigMap as params through

@@ -78,3 +78,78 @@ func TestConfigMapContextNeverRead(t *testing.T) {
 	assert.Nil(t, set.Policies[0].ParamKind)
 	assert.Nil(t, set.Policies[0].Bindings[0].ParamRef)
 }
+
+// denyRegistries is the published shape of a registry allow-list kept in a
+// ConfigMap: every image must match one of its comma-separated patterns.
+const denyRegistries = `    validate:
+      failureAction: Enforce
+      message: "Images must come from one of {{ cm.data.registries }}."
+      deny:
+        conditions:
+          any:
+          - key: "{{ request.object.spec.containers[].image }}"
+            operator: AnyNotIn
+            value: "{{ split(cm.data.registries, ',') }}"
+`
+
+// A rule that reads its ConfigMap through split() is written typed, as a
+// person writes it: params.data.registries.split(",") iterated inside
+// the containers' exists(), each pair matched as Kyverno's wildcard.Match
+// both ways. Where the key is missing Kyverno's split() fails, and so does
+// the typed validation, with Kyverno's error; a ConfigMap whose data are
+// not strings (offline only: the API server keeps them strings) is judged
+// by the exact form.
+func TestConfigMapRulesAreTyped(t *testing.T) {
+	src := contextRule("    - {name: cm, configMap: {name: c, namespace: n}}\n", denyRegistries)
+	set, diags := compiler.Compile([]compiler.Source{{Name: "p.yaml", Data: []byte(src)}}, compiler.Options{})
+	require.Empty(t, diags)
+	require.Empty(t, set.Skipped)
+	p := set.Policies[0]
+	require.NotNil(t, p.Dynamic, "the rule is typed, its exact form kept as its Dynamic form")
+	require.Len(t, p.Validations, 1)
+	assert.Contains(t, p.Validations[0].Expression, `params.data.registries.split(",").exists(registry,`)
+	assert.Equal(t, `"Images must come from one of " + params.data.registries + "."`, p.Validations[0].MessageExpression)
+	for _, v := range p.Variables {
+		assert.NotContains(t, v.Name, "kyverno", "the typed form reads params itself")
+	}
+	configMap := func(data map[string]any) []*unstructured.Unstructured {
+		return []*unstructured.Unstructured{{Object: map[string]any{
+			"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": "c", "namespace": "n"},
+			"data":     data,
+		}}}
+	}
+	allowList := configMap(map[string]any{"registries": "ghcr.io/acme/*,registry.k8s.io/pause:3.9"})
+	cases := map[string]struct {
+		params  []*unstructured.Unstructured
+		images  string
+		allowed bool
+		denial  string
+	}{
+		"images the patterns match":          {allowList, `[{name: a, image: "ghcr.io/acme/web:1"}, {name: b, image: "registry.k8s.io/pause:3.9"}]`, true, ""},
+		"one image no pattern matches":       {allowList, `[{name: a, image: "ghcr.io/acme/web:1"}, {name: b, image: "docker.io/nginx"}]`, false, "Images must come from one of ghcr.io/acme/*,registry.k8s.io/pause:3.9."},
+		"an image that is itself a pattern":  {allowList, `[{name: a, image: "registry.k8s.io/*"}]`, true, ""},
+		"regular expression text is literal": {configMap(map[string]any{"registries": "a.b/(x)*"}), `[{name: a, image: "a.b/(x)y"}, {name: b, image: "axb/(x)y"}]`, false, "Images must come from one of a.b/(x)*."},
+		"the key missing: Kyverno's error": {configMap(map[string]any{"other": "x"}), `[{name: a, image: "ghcr.io/acme/web:1"}]`, false,
+			`failed to substitute variables in condition value: failed to resolve split(cm.data.registries, ',') at path : JMESPath query failed: Invalid type for: <nil>, expected: []jmespath.JpType{\"string\"}`},
+		"no data at all: the same error":            {configMap(nil), `[{name: a, image: "ghcr.io/acme/web:1"}]`, false, "failed to resolve split(cm.data.registries, ',')"},
+		"data that are not strings: the exact form": {configMap(map[string]any{"registries": int64(5)}), `[{name: a, image: "ghcr.io/acme/web:1"}]`, false, "invalid type for split()"},
+	}
+	e, err := runtime.NewEngine(set)
+	require.NoError(t, err)
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			req := runtime.RequestFor(pod(t, `{containers: `+tc.images+`}`), nil, "default")
+			req.Params = tc.params
+			if tc.params[0].Object["data"] == nil {
+				delete(tc.params[0].Object, "data")
+			}
+			res, err := e.Admit(context.Background(), req)
+			require.NoError(t, err)
+			assert.Equal(t, tc.allowed, res.Allowed(), "%v", res.Denials())
+			if tc.denial != "" {
+				assert.Contains(t, strings.Join(res.Denials(), "\n"), tc.denial)
+			}
+		})
+	}
+}

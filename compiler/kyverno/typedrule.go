@@ -48,7 +48,8 @@ func (r *reader) typedPatternRule(pol *ir.Policy, c computedRule, m loweredMatch
 }
 
 // typedRule is pol written by with against the schema of its rule's
-// kinds (taken together); nil when pol reads params, holds a variable
+// kinds (taken together); nil when pol reads params other than its
+// rule's configMap entry, holds a variable
 // other than the exact translation's own (own says which), the rule has
 // context entries (loaded before its checks, they fail the rule when they
 // do not resolve, even one a condition only mentions: they keep the exact
@@ -57,14 +58,24 @@ func (r *reader) typedRule(pol *ir.Policy, c computedRule, own func(name string)
 	foreign := func(v ir.NamedExpression) bool {
 		return !own(v.Name) && !strings.HasPrefix(v.Name, ContextVariablePrefix)
 	}
-	if pol.ParamKind != nil || slices.ContainsFunc(pol.Variables, foreign) {
+	readsConfigMap := pol.From != nil && pol.From.ParamsContext != ""
+	if pol.ParamKind != nil && !readsConfigMap || slices.ContainsFunc(pol.Variables, foreign) {
 		return nil
 	}
 	nodes := r.ruleSchemas(c.rule)
 	if len(nodes) == 0 {
 		return nil
 	}
-	out, err := with(kubeschema.Intersect(nodes...), r.vars)
+	vars := r.vars
+	if !readsConfigMap {
+		// No params: a configMap entry the rule does not read stays
+		// unread (the typed translation refuses a read of it).
+		vars = slices.Clone(vars)
+		for i := range vars {
+			vars[i].ConfigMap = false
+		}
+	}
+	out, err := with(kubeschema.Intersect(nodes...), vars)
 	if err != nil || undeclaredVariable(out) {
 		return nil
 	}

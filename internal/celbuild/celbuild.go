@@ -180,6 +180,14 @@ func StringLit(e Expr) (string, bool) {
 	return string(s), ok
 }
 
+// IdentName is the name e reads, when e is an identifier.
+func IdentName(e Expr) (string, bool) {
+	if e.Kind() != ast.IdentKind {
+		return "", false
+	}
+	return e.AsIdent(), true
+}
+
 // Eq is x == y.
 func (b *Builder) Eq(x, y Expr) Expr {
 	if v, ok := sameLiterals(x, y); ok {

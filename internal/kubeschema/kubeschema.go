@@ -547,3 +547,27 @@ func builtinSchema(gvk schema.GroupVersionKind) (*spec.Schema, error) {
 	builtinCache[gvk] = s
 	return s, nil
 }
+
+// Only is an object node with only the named fields of n (each kind's
+// schema copied, its other properties dropped): what a reader that keeps
+// part of an object sees, such as Kyverno's configMap loader, which keeps
+// a ConfigMap's data and metadata. A node that is not an object is
+// returned as it is.
+func (n Node) Only(names ...string) Node {
+	if n.Shape() != Object {
+		return n
+	}
+	out := Node{parts: make([]part, len(n.parts))}
+	for i, p := range n.parts {
+		s := *p.s
+		s.Properties = map[string]spec.Schema{}
+		for _, name := range names {
+			if c, ok := p.s.Properties[name]; ok {
+				s.Properties[name] = c
+			}
+		}
+		s.Required = slices.DeleteFunc(slices.Clone(p.s.Required), func(r string) bool { return !slices.Contains(names, r) })
+		out.parts[i] = part{s: &s, goType: p.goType}
+	}
+	return out
+}

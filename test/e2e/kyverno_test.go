@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
@@ -67,24 +68,33 @@ func TestKyvernoPoliciesAsVAPs(t *testing.T) {
 	for _, abs := range policies {
 		policy := strings.TrimPrefix(abs, repo)
 		dir := filepath.Dir(policy)
-		resources := dir + "/.kyverno-test/resources.yaml"
-		if _, err := os.Stat(repo + resources); err != nil {
-			continue
-		}
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			fixtures++
-			stream, stderr, code := admitc(t, "compile", "--backend", "vap,map", "--policies", policy)
-			if refusedForAPIServer(code, stderr) {
-				skipped++
-				t.Skipf("%s: admitc refuses to write it for the API server (the webhook backend runs it):\n%s", policy, stderr)
+		// The fixture's test, and each test of a directory under it with
+		// resources of its own (such as ConfigMap values that differ).
+		tests, err := filepath.Glob(repo + dir + "/*/.kyverno-test/resources.yaml")
+		require.NoError(t, err)
+		tests = append([]string{repo + dir + "/.kyverno-test/resources.yaml"}, tests...)
+		for _, abs := range tests {
+			resources := strings.TrimPrefix(abs, repo)
+			if _, err := os.Stat(abs); err != nil {
+				continue
 			}
-			require.Equal(t, 0, code, stderr)
-			vs, refused := typeVariants(t, policy, resources)
-			typed.refused += refused
-			b, v := decideAsAdmitcTest(t, stream, policy, resources, vs...)
-			base.add(b)
-			typed.add(v)
-		})
+			name := strings.TrimSuffix(strings.TrimPrefix(resources, filepath.Dir(dir)+"/"), "/.kyverno-test/resources.yaml")
+			t.Run(name, func(t *testing.T) {
+				fixtures++
+				stream, stderr, code := admitc(t, "compile", "--backend", "vap,map", "--policies", policy)
+				if refusedForAPIServer(code, stderr) {
+					skipped++
+					t.Skipf("%s: admitc refuses to write it for the API server (the webhook backend runs it):\n%s", policy, stderr)
+				}
+				require.Equal(t, 0, code, stderr)
+				params := clusterConfigMaps(t, filepath.Dir(resources)+"/cluster.yaml")
+				vs, refused := typeVariants(t, policy, resources)
+				typed.refused += refused
+				b, v := decideAsAdmitcTestWith(t, stream, policy, params, resources, vs...)
+				base.add(b)
+				typed.add(v)
+			})
+		}
 	}
 	t.Logf("%d resources of %d Kyverno fixtures checked (those the API server refused outside admission are logged above; %d fixtures admitc refuses to write for the API server skipped), %d disagreements", base.compared, fixtures-skipped, skipped, base.disagreed)
 	t.Logf("type variants: %d compared, %d refused outside admission (logged above), %d disagreements", typed.compared, typed.refused, typed.disagreed)
@@ -114,6 +124,14 @@ func (t *tally) add(o tally) {
 // resources and the other files apart.
 func decideAsAdmitcTest(t *testing.T, stream, policy, resources string, more ...string) (base, others tally) {
 	t.Helper()
+	return decideAsAdmitcTestWith(t, stream, policy, "", resources, more...)
+}
+
+// decideAsAdmitcTestWith is decideAsAdmitcTest with admitc test given the
+// parameter objects of the file params ("": none), which the API server
+// holds too (clusterConfigMaps).
+func decideAsAdmitcTestWith(t *testing.T, stream, policy, params, resources string, more ...string) (base, others tally) {
+	t.Helper()
 	type judged struct {
 		file string
 		objs []*unstructured.Unstructured
@@ -121,7 +139,7 @@ func decideAsAdmitcTest(t *testing.T, stream, policy, resources string, more ...
 	}
 	var all []judged
 	for _, file := range append([]string{resources}, more...) {
-		objs, want := judgeOffline(t, policy, file)
+		objs, want := judgeOffline(t, policy, params, file)
 		all = append(all, judged{file: file, objs: objs, want: want})
 	}
 	type check struct {
@@ -159,10 +177,53 @@ func decideAsAdmitcTest(t *testing.T, stream, policy, resources string, more ...
 	return base, others
 }
 
+// clusterConfigMaps creates on the API server the ConfigMaps of a Kyverno
+// test's clusterResources file (a translated configMap context entry
+// reads one as params), deleted when the test ends, and returns a file
+// of them for admitc test --params; "" when the file is missing or holds
+// none.
+func clusterConfigMaps(t *testing.T, cluster string) string {
+	t.Helper()
+	data, err := os.ReadFile(repo + cluster)
+	if os.IsNotExist(err) {
+		return ""
+	}
+	require.NoError(t, err)
+	var doc struct {
+		Spec struct {
+			Resources []map[string]any `json:"resources"`
+		} `json:"spec"`
+	}
+	require.NoError(t, yaml.Unmarshal(data, &doc))
+	var docs []string
+	for _, r := range doc.Spec.Resources {
+		cm := &unstructured.Unstructured{Object: r}
+		if cm.GetAPIVersion() != "v1" || cm.GetKind() != "ConfigMap" {
+			continue
+		}
+		ensureNamespace(t, cm.GetNamespace())
+		ri := kc.dynamic.Resource(corev1.SchemeGroupVersion.WithResource("configmaps")).Namespace(cm.GetNamespace())
+		_, err := ri.Create(context.Background(), cm, metav1.CreateOptions{})
+		require.NoError(t, err, "ConfigMap %s/%s of %s", cm.GetNamespace(), cm.GetName(), cluster)
+		t.Cleanup(func() {
+			assert.NoError(t, ri.Delete(context.Background(), cm.GetName(), metav1.DeleteOptions{}))
+		})
+		out, err := yaml.Marshal(cm.Object)
+		require.NoError(t, err)
+		docs = append(docs, string(out))
+	}
+	if len(docs) == 0 {
+		return ""
+	}
+	file := filepath.Join(t.TempDir(), "params.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(strings.Join(docs, "---\n")), 0o600))
+	return file
+}
+
 // judgeOffline reads the objects of file (in namespace default when they
 // name none), creates their namespaces, and returns them with `admitc
 // test --policies policy`'s decisions, by kind/namespace/name.
-func judgeOffline(t *testing.T, policy, file string) ([]*unstructured.Unstructured, map[string]offline) {
+func judgeOffline(t *testing.T, policy, params, file string) ([]*unstructured.Unstructured, map[string]offline) {
 	t.Helper()
 	objs := decode(t, file, mustRead(t, file))
 	for _, o := range objs {
@@ -172,7 +233,11 @@ func judgeOffline(t *testing.T, policy, file string) ([]*unstructured.Unstructur
 		ensureNamespace(t, o.GetNamespace())
 	}
 	labels := liveNamespaceLabels(t, objs)
-	out, stderr, code := admitc(t, "test", "-o", "json", "--namespace-labels", labels, "--policies", policy, file)
+	args := []string{"test", "-o", "json", "--namespace-labels", labels, "--policies", policy}
+	if params != "" {
+		args = append(args, "--params", params)
+	}
+	out, stderr, code := admitc(t, append(args, file)...)
 	require.Contains(t, []int{0, 1}, code, stderr)
 	var doc struct {
 		Results []kyvernoOffline `json:"results"`

@@ -22,6 +22,11 @@ type Variable struct {
 	// outside the request (a configMap entry read from params); the other
 	// fields are then unused.
 	CEL string
+	// ConfigMap says the entry is a configMap entry: CEL reads the
+	// ConfigMap as the policy's params, as Kyverno's loader builds it
+	// ({data, metadata}), and loads it on every request the rule matches
+	// (a missing ConfigMap is the binding's parameterNotFoundAction).
+	ConfigMap bool
 }
 
 // PredefinedVariables are the names Kyverno defines in every rule's

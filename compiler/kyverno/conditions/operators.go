@@ -34,15 +34,19 @@ func durationOf(v string) string {
 }
 
 // wild is wildcard.Match(p, s) for CEL strings p and s: '*' any run of
-// characters, '?' exactly one.
+// characters, '?' exactly one. The pattern becomes a regular expression
+// quoted as RE2's \Q...\E literal text, closed around each wildcard; a
+// \E in the pattern itself closes the quote, writes the backslash
+// escaped and reopens it before the E.
 func wild(p, s string) string {
-	re := "'(?s)^' + " + p
-	for _, c := range []string{`\`, ".", "+", "(", ")", "|", "[", "]", "{", "}", "^", "$"} {
-		re += ".replace(" + quote(c) + ", " + quote(`\`+c) + ")"
-	}
-	re += ".replace('*', '.*').replace('?', '.') + '$'"
+	re := quote(`(?s)^\Q`) + " + " + p + ".replace(" + quote(`\E`) + ", " + quote(`\E\\\QE`) + ").replace('*', " + quote(`\E.*\Q`) + ").replace('?', " + quote(`\E.\Q`) + ") + " + quote(`\E$`)
 	return "((" + p + ".contains('*') || " + p + ".contains('?')) ? " + s + ".matches(" + re + ") : " + p + " == " + s + ")"
 }
+
+// WildEither is Kyverno's match of two strings in its In operators
+// (the CEL expressions a and b): either is a wildcard pattern of the
+// other (wildcard.Match both ways).
+func WildEither(a, b string) string { return "(" + wild(a, b) + " || " + wild(b, a) + ")" }
 
 // sprint is fmt.Sprint of a value as Kyverno's In operators write it
 // (numbers are float64 there): a scalar, or a list of scalars ("[a b]");
@@ -166,7 +170,7 @@ func numberVs(op, kd, v string) string {
 func in(op, k, v string, raw any) (string, error) {
 	not := strings.Contains(op, "not")
 	all := strings.HasPrefix(op, "all")
-	match := func(a, b string) string { return "(" + wild(a, b) + " || " + wild(b, a) + ")" }
+	match := WildEither
 	// The value list, when the value is a string: statically for a
 	// literal, at run time otherwise (JSON-like text raises an error).
 	stringList := func(s string) string {

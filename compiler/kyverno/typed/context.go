@@ -6,8 +6,10 @@ import (
 	"slices"
 
 	gojmespath "github.com/kyverno/go-jmespath"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/admitc/admitc/compiler/kyverno/conditions"
+	"github.com/admitc/admitc/internal/kubeschema"
 )
 
 // A rule's context variables (Kyverno's variable entries) are read where
@@ -22,11 +24,12 @@ import (
 // is read.
 
 // SetContext gives the translations the rule's context variables, in the
-// rule's order; an entry loaded from outside the request (CEL) or named
-// as one of Kyverno's own variables is refused.
+// rule's order; an entry loaded from outside the request (CEL) other than
+// a configMap entry read as params, or named as one of Kyverno's own
+// variables, is refused.
 func (t *Translator) SetContext(vars []conditions.Variable) error {
 	for _, v := range vars {
-		if v.CEL != "" {
+		if v.CEL != "" && !v.ConfigMap {
 			return notTyped("the context entry %s is loaded from outside the request", v.Name)
 		}
 		if slices.Contains(conditions.PredefinedVariables, v.Name) {
@@ -73,6 +76,9 @@ func (q *query) loadsMentioned(text string) error {
 // load.
 func (q *query) contextValue(i int) (qval, error) {
 	v := q.t.context[i]
+	if v.ConfigMap {
+		return q.configMapValue(), nil
+	}
 	sub := &query{t: q.t, b: q.b, roots: q.roots, text: q.text, names: q.names, visible: i}
 	var out qval
 	var err error
@@ -129,6 +135,17 @@ func (q *query) contextValue(i int) (qval, error) {
 		return qval{}, q.refuse("the context entry %s is not a value", v.Name)
 	}
 	return out, nil
+}
+
+// configMapValue is a configMap entry's value: the ConfigMap the policy
+// reads as params, as Kyverno's loader keeps it ({data, metadata}; data
+// missing on a ConfigMap without data). It always loads: the binding's
+// paramRef fails a request whose ConfigMap is missing before the policy
+// is evaluated, as Kyverno fails the rule (compiler/kyverno/configmap.go).
+// Only its data is read typed.
+func (q *query) configMapValue() qval {
+	n, _ := kubeschema.Builtins().Schema(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"})
+	return qval{kind: qPath, path: &qpath{root: q.b.Ident("params"), node: n.Only("data", "metadata"), strict: true, params: true}}
 }
 
 // value is an entry's value with its {{ }} variable substituted: a

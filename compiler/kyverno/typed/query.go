@@ -114,7 +114,11 @@ type qpath struct {
 	// kept only the elements that have them).
 	known []string
 	// elem says the root is the foreach element.
-	elem   bool
+	elem bool
+	// params says the root is the ConfigMap a configMap context entry
+	// reads (params): its reads are not the object's, and only its data
+	// is read.
+	params bool
 	keys   []string
 	nodes  []kubeschema.Node
 	always []bool
@@ -170,6 +174,12 @@ type qlist struct {
 	// omits when empty): enough where the predicate decides "" as a
 	// missing element is decided.
 	loose celbuild.Expr
+	// raises, when set, is where computing the list fails (its source
+	// errs in CEL there too, where it is evaluated), with Kyverno's error
+	// raisesText (as a condition's value: without the "failed to
+	// substitute variables in condition value: " before it).
+	raises     celbuild.Expr
+	raisesText string
 	// kept says an element its filters keep makes the list not null (an
 	// images list is null when no container has an image): exists()
 	// needs no test of null.
@@ -220,6 +230,11 @@ func (p *qpath) schemaPaths() []string {
 // read records a read of the value's field key (suffix "[]": its items)
 // at every schema path of the value.
 func (q *query) read(p *qpath, key, shape string, present bool, enum []string) {
+	if p.params {
+		// The API server decodes a ConfigMap into its type; offline the
+		// runtime checks params apart (a ConfigMap's data are strings).
+		return
+	}
 	for _, base := range p.schemaPaths() {
 		rp := base + "[]"
 		if key != "[]" {
@@ -412,6 +427,9 @@ func (q *query) field(cur qval, key string, strict bool) (qval, error) {
 		}
 		n := p.final()
 		rp := ir.SchemaPath(p.schemaPath(), key)
+		if p.params && len(p.keys) == 0 && key != "data" {
+			return qval{}, q.refuse("the ConfigMap's %s is not read by the typed translation", key)
+		}
 		switch n.Shape() {
 		case kubeschema.Object:
 			child, ok := n.Field(key)
@@ -437,7 +455,7 @@ func (q *query) field(cur qval, key string, strict bool) (qval, error) {
 				enum = nil
 			}
 			q.read(p, key, child.Shape().String(), always, enum)
-			if n.FieldFormat(key) == kubeschema.FormatDNSLabel {
+			if n.FieldFormat(key) == kubeschema.FormatDNSLabel && !p.params {
 				// A name the API server validates: never a wildcard,
 				// nothing to escape.
 				out.plain, out.jsonSafe = true, true
@@ -453,7 +471,7 @@ func (q *query) field(cur qval, key string, strict bool) (qval, error) {
 			}
 			q.read(p, key, child.Shape().String(), false, nil)
 			out := p.with(key, child, p.knows(key))
-			if len(p.keys) > 0 && p.parent().ValuesFormat(p.keys[len(p.keys)-1]) == kubeschema.FormatLabelValue {
+			if len(p.keys) > 0 && !p.params && p.parent().ValuesFormat(p.keys[len(p.keys)-1]) == kubeschema.FormatLabelValue {
 				// A label's value: ASCII, never a wildcard, nothing to
 				// escape.
 				out.plain, out.ascii, out.jsonSafe = true, true, true
@@ -616,7 +634,7 @@ func (q *query) asList(v qval) (*qlist, error) {
 		name := q.fresh(singular(p.schemaPath()))
 		return &qlist{
 			gens:   []qgen{{src: p.expr(q.b), v: name}},
-			elem:   qval{kind: qPath, path: &qpath{root: q.b.Ident(name), node: items, rp: p.schemaPath() + "[]", aliases: aliases}},
+			elem:   qval{kind: qPath, path: &qpath{root: q.b.Ident(name), node: items, rp: p.schemaPath() + "[]", aliases: aliases, params: p.params}},
 			null:   negate(q.b, p.present(q.b)),
 			optSrc: optionalList(q.b, p),
 		}, nil
@@ -764,7 +782,7 @@ func (q *query) flattenMulti(n gojmespath.ASTNode, base qval) (qval, error) {
 	name := q.fresh(multiName(names))
 	return qval{kind: qList, list: &qlist{
 		gens:   []qgen{{src: src, v: name}},
-		elem:   qval{kind: qPath, path: &qpath{root: q.b.Ident(name), node: node, rp: paths[0], aliases: paths[1:]}},
+		elem:   qval{kind: qPath, path: &qpath{root: q.b.Ident(name), node: node, rp: paths[0], aliases: paths[1:], params: base.path.params}},
 		null:   negate(q.b, base.path.present(q.b)),
 		optSrc: optSrc,
 	}}, nil
@@ -985,6 +1003,8 @@ func (q *query) function(n gojmespath.ASTNode, cur qval) (qval, error) {
 		}
 		mayErr := arg.kind == qList && (arg.list.mayErr || arg.list.null != nil)
 		return qval{kind: qScalar, scalar: &qscalar{expr: size, shape: kubeschema.Integer, mayErr: mayErr}}, nil
+	case name == "split" && len(n.Children) == 2 && n.Children[1].NodeType == gojmespath.ASTLiteral:
+		return q.split(n.Children[0], n.Children[1].Value, cur)
 	case (name == "starts_with" || name == "ends_with" || name == "contains") && len(n.Children) == 2 && !isKeysOfCurrent(n.Children[0]) && n.Children[1].NodeType == gojmespath.ASTLiteral:
 		return q.stringFunction(name, n.Children[0], n.Children[1].Value, cur)
 	case name == "contains" && len(n.Children) == 2 && isKeysOfCurrent(n.Children[0]) && n.Children[1].NodeType == gojmespath.ASTLiteral:
@@ -1008,6 +1028,57 @@ func (q *query) function(n gojmespath.ASTNode, cur qval) (qval, error) {
 	}
 	return qval{}, q.refuse("the function %s() is not in the typed subset", name)
 }
+
+// split is Kyverno's split(s, sep) with a literal separator: Go's
+// strings.Split, as CEL's split is. A string field that may be missing
+// is null there, which fails the function ("Invalid type"); the list's
+// source, the field selected plainly, fails in CEL exactly there too,
+// and raises says where, for a reader that may not evaluate the source
+// (the value side of an In operator, read inside the key's
+// comprehension).
+func (q *query) split(argNode gojmespath.ASTNode, lit any, cur qval) (qval, error) {
+	sep, ok := lit.(string)
+	if !ok {
+		return qval{}, q.refuse("split() with a separator that is not a string")
+	}
+	arg, err := q.node(argNode, cur, false)
+	if err != nil {
+		return qval{}, err
+	}
+	var src, raises celbuild.Expr
+	name := "item"
+	switch {
+	case arg.kind == qLit:
+		s, ok := arg.lit.(string)
+		if !ok {
+			return qval{}, q.refuse("split() of a literal that is not a string")
+		}
+		src = q.b.String(s)
+	case arg.kind == qPath && !arg.path.hasDflt && arg.path.shape() == kubeschema.String:
+		src, raises = arg.path.expr(q.b), negate(q.b, arg.path.present(q.b))
+		if n := singular(arg.path.schemaPath()); isIdent(n) {
+			name = n
+		}
+	case arg.kind == qScalar && arg.scalar.shape == kubeschema.String && !arg.scalar.mayErr:
+		src = arg.scalar.expr
+	default:
+		return qval{}, q.refuse("split() of a value that may not be a string")
+	}
+	v := q.fresh(name)
+	return qval{kind: qList, list: &qlist{
+		gens:       []qgen{{src: q.b.Member("split", src, q.b.String(sep)), v: v}},
+		elem:       qval{kind: qScalar, scalar: &qscalar{expr: q.b.Ident(v), shape: kubeschema.String}},
+		mayErr:     raises != nil,
+		raises:     raises,
+		raisesText: fmt.Sprintf("failed to resolve %s at path : JMESPath query failed: Invalid type for: <nil>, expected: []jmespath.JpType{\"string\"}", q.text),
+		kept:       true,
+	}}, nil
+}
+
+// isIdent says s is a CEL identifier.
+func isIdent(s string) bool { return identRegex.MatchString(s) && !reservedName[s] }
+
+var identRegex = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // stringFunction is starts_with, ends_with and contains of a string
 // field and a literal string: a missing or null field fails the function

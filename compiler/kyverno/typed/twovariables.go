@@ -224,7 +224,7 @@ func pairProgram(pred string) (func(x, y any) (bool, error), error) {
 	}, nil
 }
 
-// An In operator between two lists of names, such as
+// An In operator between two lists of strings, such as
 //
 //	key: "{{ element.volumeMounts[].name || `[]` }}"
 //	operator: AnyIn
@@ -238,20 +238,38 @@ func pairProgram(pred string) (func(x, y any) (bool, error), error) {
 //	container.?volumeMounts.orValue([]).exists(volumeMount,
 //	  object.spec.?volumes.orValue([]).exists(volume, <filter> && volumeMount.name == volume.name))
 //
-// checked against the exact operator on pairs of lists of names
-// (listsAgree), where a list that is null as a whole must be decided as
-// the empty list.
+// and other strings as wildcard patterns of each other, the registry
+// allow-list of a ConfigMap against the images:
+//
+//	object.spec.containers.exists(container, !params.data.registries.split(",").exists(registry,
+//	  <wildcard.Match(container.image, registry) || wildcard.Match(registry, container.image)>))
+//
+// Each is checked against the exact operator on pairs of lists of names,
+// and of patterns where a side may hold them (listsAgree), where a list
+// that is null as a whole must be decided as the empty list.
 
 // nameProbes are the names the lists of the probes hold.
 var nameProbes = []any{"a", "b", "data", "1"}
 
-// listsCondition is an In operator between two lists of plain strings.
+// wildcardProbes are the strings that may hold wildcards the lists of the
+// probes hold besides: patterns, and text a pattern escapes.
+var wildcardProbes = []any{"*", "d*", "d?ta", "?", "a.b", "a*b", "(a)", "", "\\", "da\nta"}
+
+// listsCondition is an In operator between two lists of strings. Names
+// that can hold no wildcard match only as themselves; other strings (an
+// image, the entries of a ConfigMap value split at commas) match as
+// Kyverno matches them, each as a wildcard pattern of the other
+// (conditions.Wild). A value list computed by split() from a field that
+// may be missing fails the condition there, before the key is read
+// (Kyverno substitutes the key, then the value: a key that may fail too
+// keeps the exact form).
 func (t *Translator) listsCondition(c kyvernov1.Condition, roots Roots, names map[string]bool) (celbuild.Expr, bool, error) {
 	op := strings.ToLower(string(c.Operator))
 	type side struct {
 		list           *qlist
 		optSrc         celbuild.Expr
 		value, present celbuild.Expr
+		plain          bool
 	}
 	vals, err := t.keyAndValue(c, roots, names)
 	if err != nil {
@@ -259,18 +277,24 @@ func (t *Translator) listsCondition(c kyvernov1.Condition, roots Roots, names ma
 	}
 	var sides [2]side
 	for i, v := range vals {
-		list, optSrc, err := t.listOf(v, names)
-		if err != nil {
+		var list *qlist
+		var optSrc celbuild.Expr
+		if v.kind == qList && v.list.raises != nil && v.list.splitOnly() {
+			if i == 0 {
+				return nil, false, notTyped("the %s operator on a key that may fail", c.Operator)
+			}
+			list = v.list
+		} else if list, optSrc, err = t.listOf(v, names); err != nil {
 			return nil, false, err
 		}
 		s := side{list: list, optSrc: optSrc}
 		switch e := list.elem; {
-		case e.kind == qPath && e.path.shape() == kubeschema.String && e.path.plain:
-			s.value, s.present = e.path.expr(t.b), e.path.present(t.b)
-		case e.kind == qScalar && e.scalar.shape == kubeschema.String && e.scalar.plain && !e.scalar.mayErr:
-			s.value = e.scalar.expr
+		case e.kind == qPath && e.path.shape() == kubeschema.String:
+			s.value, s.present, s.plain = e.path.expr(t.b), e.path.present(t.b), e.path.plain
+		case e.kind == qScalar && e.scalar.shape == kubeschema.String && !e.scalar.mayErr:
+			s.value, s.plain = e.scalar.expr, e.scalar.plain
 		default:
-			return nil, false, notTyped("the %s operator between two {{ }} variables that are not lists of names", c.Operator)
+			return nil, false, notTyped("the %s operator between two {{ }} variables that are not lists of strings", c.Operator)
 		}
 		sides[i] = s
 	}
@@ -285,14 +309,30 @@ func (t *Translator) listsCondition(c kyvernov1.Condition, roots Roots, names ma
 	if err != nil {
 		return nil, false, notTyped("%v", err)
 	}
-	hit := "y.exists(b, a == b)"
+	// Names on both sides match only as themselves; a string that may
+	// hold a wildcard matches the other side as a pattern, either way.
+	plain := sides[0].plain && sides[1].plain
+	match := "a == b"
+	if !plain {
+		match = conditions.WildEither("a", "b")
+	}
+	hit := "y.exists(b, " + match + ")"
 	pred := map[string]string{"anyin": "x.exists(a, " + hit + ")", "allin": "x.all(a, " + hit + ")",
 		"anynotin": "x.exists(a, !" + hit + ")", "allnotin": "x.all(a, !" + hit + ")"}[op]
-	if err := listsAgree(exact, pred, sides[0].list.null != nil && sides[0].optSrc == nil, sides[1].list.null != nil && sides[1].optSrc == nil); err != nil {
+	if err := listsAgree(exact, pred, sides[0].list.null != nil && sides[0].optSrc == nil, sides[1].list.null != nil && sides[1].optSrc == nil, !plain); err != nil {
 		return nil, false, err
 	}
 	key, val := sides[0], sides[1]
-	found := t.b.Eq(key.value, val.value)
+	var found celbuild.Expr
+	if plain {
+		found = t.b.Eq(key.value, val.value)
+	} else {
+		m, err := t.b.Parse(match)
+		if err != nil {
+			return nil, false, notTyped("%v", err)
+		}
+		found = t.b.Substitute(t.b.Substitute(m, "a", key.value), "b", val.value)
+	}
 	if val.present != nil {
 		found = t.b.And(val.present, found)
 	}
@@ -314,19 +354,34 @@ func (t *Translator) listsCondition(c kyvernov1.Condition, roots Roots, names ma
 	default:
 		out = t.b.Not(some(found))
 	}
+	if r := val.list.raises; r != nil {
+		// The value fails before the key's comprehension reads it.
+		text := "failed to substitute variables in condition value: " + val.list.raisesText
+		t.errs, t.errText = r, text
+		return t.b.Ternary(r, t.b.Index(t.b.MapLiteral(), t.b.String(text)), out), true, nil
+	}
 	return out, false, nil
+}
+
+// splitOnly says l is a list split() computed, unfiltered.
+func (l *qlist) splitOnly() bool {
+	if len(l.gens) != 1 || l.gens[0].filter != nil || l.elem.kind != qScalar {
+		return false
+	}
+	name, ok := celbuild.IdentName(l.elem.scalar.expr)
+	return ok && name == l.gens[0].v
 }
 
 // listsAgree checks pred against the exact operator over the lists x and
 // y on lists of probe names (empty, one, two); a side that may be null
 // as a whole (xNull, yNull) is decided by the translation as the empty
 // list, so the exact operator must decide null as it decides [].
-func listsAgree(exact, pred string, xNull, yNull bool) error {
-	key := fmt.Sprint(exact, "\x00", pred, "\x00", xNull, yNull)
+func listsAgree(exact, pred string, xNull, yNull, wildcards bool) error {
+	key := fmt.Sprint(exact, "\x00", pred, "\x00", xNull, yNull, wildcards)
 	if err, ok := agreed.Load(key); ok {
 		return err.(agreement).err
 	}
-	err := listsAgreeOnProbes(exact, pred, xNull, yNull)
+	err := listsAgreeOnProbes(exact, pred, xNull, yNull, wildcards)
 	agreed.Store(key, agreement{err})
 	return err
 }
@@ -337,7 +392,7 @@ var agreed sync.Map
 
 type agreement struct{ err error }
 
-func listsAgreeOnProbes(exact, pred string, xNull, yNull bool) error {
+func listsAgreeOnProbes(exact, pred string, xNull, yNull, wildcards bool) error {
 	ex, err := pairProgram(exact)
 	if err != nil {
 		return notTyped("the exact operator: %v", err)
@@ -351,6 +406,12 @@ func listsAgreeOnProbes(exact, pred string, xNull, yNull bool) error {
 		lists = append(lists, []any{a})
 		for _, b := range nameProbes {
 			lists = append(lists, []any{a, b})
+		}
+	}
+	if wildcards {
+		// Each string that may be a pattern alone and beside a name.
+		for _, w := range wildcardProbes {
+			lists = append(lists, []any{w}, []any{"data", w}, []any{w, "a"})
 		}
 	}
 	for _, x := range lists {
