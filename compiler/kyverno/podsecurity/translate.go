@@ -88,9 +88,9 @@ func SpecPath(root string) string {
 // when it passes (printed writes it as Kyverno's FormatChecksPrint).
 func checkRecords(c Check, v Version, pod string, covering []exclusion) string {
 	r := recorder{full: len(covering) > 0, raw: c.readsRecords()}
-	recs := v.Records(r, pod)
 	pair := func(all, rest string) string { return "[dyn(" + c.reason(all) + "), dyn(" + rest + ")]" }
 	if len(covering) == 0 {
+		recs := v.Records(r, pod)
 		if !c.readsRecords() {
 			return pair("", recs)
 		}
@@ -102,12 +102,18 @@ func checkRecords(c Check, v Version, pod string, covering []exclusion) string {
 			key = byFieldAndName
 		}
 	}
+	// The records of the pod and of each exclusion's view are written
+	// once, mapped over the views: rs[0] the pod's, rs[i+1] those of
+	// covering[i].
+	views := []string{pod}
 	var quals []string
-	for _, x := range covering {
-		quals = append(quals, x.qualifying(v.Records(r, x.view), key))
+	for i, x := range covering {
+		views = append(views, x.view)
+		quals = append(quals, x.qualifying(fmt.Sprintf("rs[%d]", i+1), key))
 	}
+	all := "[" + strings.Join(views, ", ") + "].map(view, " + v.Records(r, "view") + ")"
 	remaining := "d.transformList(i, r, size(d.slice(0, i).filter(s, " + key("s") + " == " + key("r") + ")) < size(qs.filter(e, e == " + key("r") + ")) ? [] : [r]).flatten()"
-	return "[" + recs + "].map(d, [" + strings.Join(quals, " + ") + "].map(qs, " + pair("d", remaining) + ")[0])[0]"
+	return "[" + all + "].map(rs, [rs[0]].map(d, [" + strings.Join(quals, " + ") + "].map(qs, " + pair("d", remaining) + ")[0])[0])[0]"
 }
 
 // printedCheck is a failing check c (a [reason, records] pair) as Kyverno's
