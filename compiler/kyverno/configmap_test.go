@@ -108,7 +108,7 @@ func TestConfigMapRulesAreTyped(t *testing.T) {
 	require.NotNil(t, p.Dynamic, "the rule is typed, its exact form kept as its Dynamic form")
 	require.Len(t, p.Validations, 1)
 	assert.Contains(t, p.Validations[0].Expression, `params.data.registries.split(",").exists(registry,`)
-	assert.Equal(t, `"Images must come from one of " + params.data.registries + "."`, p.Validations[0].MessageExpression)
+	assert.Equal(t, `"Images must come from one of " + (has(params.data) ? params.data.registries : "null") + "."`, p.Validations[0].MessageExpression)
 	for _, v := range p.Variables {
 		assert.NotContains(t, v.Name, "kyverno", "the typed form reads params itself")
 	}
@@ -150,6 +150,52 @@ func TestConfigMapRulesAreTyped(t *testing.T) {
 			if tc.denial != "" {
 				assert.Contains(t, strings.Join(res.Denials(), "\n"), tc.denial)
 			}
+		})
+	}
+}
+
+// A condition that reads a ConfigMap's key strictly keeps the exact form
+// and decides as Kyverno: for a ConfigMap without data Kyverno's loader
+// writes data: null, whose key is null (the condition is false), while a
+// missing key of data that is there is Kyverno's error. (A typed
+// params.data.mode would fail on both: the typed translation refuses a
+// strict read of a ConfigMap's data outside a message.)
+func TestConfigMapDataReadStrictlyKeepsTheExactForm(t *testing.T) {
+	body := `    validate:
+      failureAction: Enforce
+      deny:
+        conditions:
+          any:
+          - {key: "{{ cm.data.mode }}", operator: Equals, value: locked}
+`
+	src := contextRule("    - {name: cm, configMap: {name: c, namespace: n}}\n", body)
+	set, diags := compiler.Compile([]compiler.Source{{Name: "p.yaml", Data: []byte(src)}}, compiler.Options{})
+	require.Empty(t, diags)
+	p := set.Policies[0]
+	require.Nil(t, p.Dynamic, "the exact form is the policy")
+	e, err := runtime.NewEngine(set)
+	require.NoError(t, err)
+	for name, tc := range map[string]struct {
+		data    map[string]any
+		allowed bool
+	}{
+		"no data: null, the condition is false": {nil, true},
+		"locked":                                {map[string]any{"mode": "locked"}, false},
+		"another key: Kyverno's error":          {map[string]any{"other": "x"}, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cm := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "v1", "kind": "ConfigMap",
+				"metadata": map[string]any{"name": "c", "namespace": "n"},
+			}}
+			if tc.data != nil {
+				cm.Object["data"] = tc.data
+			}
+			req := runtime.RequestFor(pod(t, `{containers: [{name: a, image: "a:1"}]}`), nil, "default")
+			req.Params = []*unstructured.Unstructured{cm}
+			res, err := e.Admit(context.Background(), req)
+			require.NoError(t, err)
+			assert.Equal(t, tc.allowed, res.Allowed(), "%v", res.Denials())
 		})
 	}
 }

@@ -912,6 +912,8 @@ func (t *Translator) Message(text string, roots Roots) (celbuild.Expr, error) {
 }
 
 func (t *Translator) message(text string, roots Roots) (celbuild.Expr, error) {
+	t.inMessage = true
+	defer func() { t.inMessage = false }()
 	if strings.Contains(text, `\{{`) {
 		return nil, notTyped("an escaped {{ in the message")
 	}
@@ -1000,6 +1002,12 @@ func (t *Translator) messageText(v qval) (celbuild.Expr, error) {
 		p := v.path
 		shape = p.shape()
 		switch {
+		case p.strict && p.nullableData:
+			// A ConfigMap without data: Kyverno writes null.
+			if shape != kubeschema.String {
+				return nil, notTyped("a message variable of a ConfigMap that is not a string")
+			}
+			return t.b.Ternary(t.b.Has(p.root, p.keys[0]), p.expr(t.b), t.b.String("null")), nil
 		case p.strict:
 			value = p.expr(t.b)
 		case p.hasDflt && shape == kubeschema.String && p.dflt == "":

@@ -69,6 +69,9 @@ type Translator struct {
 	// named value (ContainerLists).
 	listVariables bool
 	lists         []ContainerList
+	// inMessage says a message is being translated: a strict read of a
+	// ConfigMap's data may be null there (messageText writes it).
+	inMessage bool
 }
 
 // ContainerList is the concatenation of a pod spec's three container

@@ -119,10 +119,14 @@ type qpath struct {
 	// reads (params): its reads are not the object's, and only its data
 	// is read.
 	params bool
-	keys   []string
-	nodes  []kubeschema.Node
-	always []bool
-	strict bool
+	// nullableData says the path reads a ConfigMap's data strictly, in a
+	// message: null, not an error, where the ConfigMap has no data
+	// (Kyverno's loader writes data: null).
+	nullableData bool
+	keys         []string
+	nodes        []kubeschema.Node
+	always       []bool
+	strict       bool
 	// dflt, when hasDflt, is the `|| literal` that replaces a value that
 	// is null or false-like.
 	dflt    any
@@ -293,8 +297,8 @@ func (p *qpath) mayErr() bool {
 	if !p.strict {
 		return false
 	}
-	for _, a := range p.always {
-		if !a {
+	for i, a := range p.always {
+		if !a && !(i == 0 && p.nullableData) {
 			return true
 		}
 	}
@@ -427,8 +431,16 @@ func (q *query) field(cur qval, key string, strict bool) (qval, error) {
 		}
 		n := p.final()
 		rp := ir.SchemaPath(p.schemaPath(), key)
-		if p.params && len(p.keys) == 0 && key != "data" {
-			return qval{}, q.refuse("the ConfigMap's %s is not read by the typed translation", key)
+		if p.params && len(p.keys) == 0 {
+			switch {
+			case key != "data":
+				return qval{}, q.refuse("the ConfigMap's %s is not read by the typed translation", key)
+			case strict && !q.t.inMessage:
+				// Kyverno's loader writes data: null for a ConfigMap
+				// without data, and a key of null is null, not the
+				// error a missing key is.
+				return qval{}, q.refuse("a strict read of a ConfigMap's data, null where the ConfigMap has none")
+			}
 		}
 		switch n.Shape() {
 		case kubeschema.Object:
@@ -448,6 +460,7 @@ func (q *query) field(cur qval, key string, strict bool) (qval, error) {
 			always := n.AlwaysPresent(key)
 			out := p.with(key, child, always || p.knows(key))
 			out.strict = strict
+			out.nullableData = p.params && len(p.keys) == 0 && strict
 			enum := child.Enum()
 			if len(enum) > 0 && !slices.ContainsFunc(enum, func(v string) bool { return strings.ContainsAny(v, "*?") }) {
 				out.plain = true
