@@ -199,3 +199,62 @@ func TestConfigMapDataReadStrictlyKeepsTheExactForm(t *testing.T) {
 		})
 	}
 }
+
+// A ConfigMap's string compared with a list of names (an In operator's
+// value read at admission) is typed: the string is the one pattern each
+// name must match; a container without the field holds no name; a
+// ConfigMap without data gives null (the operator is false); a missing
+// key is Kyverno's error; a value Kyverno would parse as JSON or a range
+// raises admitc's error, as the exact form does.
+func TestConfigMapStringValueIsTyped(t *testing.T) {
+	body := `    validate:
+      failureAction: Enforce
+      message: "imagePullPolicy must be {{ cm.data.policy }}"
+      deny:
+        conditions:
+          any:
+          - key: "{{ request.object.spec.containers[].imagePullPolicy }}"
+            operator: AnyNotIn
+            value: "{{ cm.data.policy }}"
+`
+	src := contextRule("    - {name: cm, configMap: {name: c, namespace: n}}\n", body)
+	set, diags := compiler.Compile([]compiler.Source{{Name: "p.yaml", Data: []byte(src)}}, compiler.Options{})
+	require.Empty(t, diags)
+	p := set.Policies[0]
+	require.NotNil(t, p.Dynamic, "the rule is typed")
+	assert.Contains(t, p.Validations[0].Expression, `containers.exists(container, has(container.imagePullPolicy) && !`)
+	e, err := runtime.NewEngine(set)
+	require.NoError(t, err)
+	for name, tc := range map[string]struct {
+		data       map[string]any
+		containers string
+		allowed    bool
+		denial     string
+	}{
+		"the policy named":          {map[string]any{"policy": "Always"}, `[{name: a, image: "a:1", imagePullPolicy: Always}]`, true, ""},
+		"another policy":            {map[string]any{"policy": "Always"}, `[{name: a, image: "a:1", imagePullPolicy: Never}]`, false, "imagePullPolicy must be Always"},
+		"a pattern":                 {map[string]any{"policy": "If*"}, `[{name: a, image: "a:1", imagePullPolicy: IfNotPresent}]`, true, ""},
+		"no imagePullPolicy":        {map[string]any{"policy": "Always"}, `[{name: a, image: "a:1"}]`, true, ""},
+		"no data: null, admitted":   {nil, `[{name: a, image: "a:1", imagePullPolicy: Never}]`, true, ""},
+		"the key missing: an error": {map[string]any{"other": "x"}, `[{name: a, image: "a:1", imagePullPolicy: Never}]`, false, "no such key"},
+		"JSON text: not parsed":     {map[string]any{"policy": `["Never"]`}, `[{name: a, image: "a:1", imagePullPolicy: Never}]`, false, "admitc does not parse a JSON or range value computed at admission"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cm := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "v1", "kind": "ConfigMap",
+				"metadata": map[string]any{"name": "c", "namespace": "n"},
+			}}
+			if tc.data != nil {
+				cm.Object["data"] = tc.data
+			}
+			req := runtime.RequestFor(pod(t, `{containers: `+tc.containers+`}`), nil, "default")
+			req.Params = []*unstructured.Unstructured{cm}
+			res, err := e.Admit(context.Background(), req)
+			require.NoError(t, err)
+			assert.Equal(t, tc.allowed, res.Allowed(), "%v", res.Denials())
+			if tc.denial != "" {
+				assert.Contains(t, strings.Join(res.Denials(), "\n"), tc.denial)
+			}
+		})
+	}
+}

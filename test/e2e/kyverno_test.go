@@ -68,17 +68,28 @@ func TestKyvernoPoliciesAsVAPs(t *testing.T) {
 	for _, abs := range policies {
 		policy := strings.TrimPrefix(abs, repo)
 		dir := filepath.Dir(policy)
+		resources := dir + "/.kyverno-test/resources.yaml"
+		if _, err := os.Stat(repo + resources); err != nil {
+			continue
+		}
 		// The fixture's test, and each test of a directory under it with
-		// resources of its own (such as ConfigMap values that differ).
-		tests, err := filepath.Glob(repo + dir + "/*/.kyverno-test/resources.yaml")
+		// resources or cluster resources of its own (ConfigMaps that
+		// differ, or none), on its resources or else the fixture's.
+		subs, err := filepath.Glob(repo + dir + "/*/.kyverno-test")
 		require.NoError(t, err)
-		tests = append([]string{repo + dir + "/.kyverno-test/resources.yaml"}, tests...)
-		for _, abs := range tests {
-			resources := strings.TrimPrefix(abs, repo)
-			if _, err := os.Stat(abs); err != nil {
+		tests := [][2]string{{filepath.Base(dir), dir + "/.kyverno-test"}}
+		for _, sub := range subs {
+			sub = strings.TrimPrefix(sub, repo)
+			tests = append(tests, [2]string{filepath.Base(dir) + "/" + filepath.Base(filepath.Dir(sub)), sub})
+		}
+		for _, test := range tests {
+			name, testDir := test[0], test[1]
+			resources := resources
+			if _, err := os.Stat(repo + testDir + "/resources.yaml"); err == nil {
+				resources = testDir + "/resources.yaml"
+			} else if _, err := os.Stat(repo + testDir + "/cluster.yaml"); err != nil {
 				continue
 			}
-			name := strings.TrimSuffix(strings.TrimPrefix(resources, filepath.Dir(dir)+"/"), "/.kyverno-test/resources.yaml")
 			t.Run(name, func(t *testing.T) {
 				fixtures++
 				stream, stderr, code := admitc(t, "compile", "--backend", "vap,map", "--policies", policy)
@@ -87,7 +98,7 @@ func TestKyvernoPoliciesAsVAPs(t *testing.T) {
 					t.Skipf("%s: admitc refuses to write it for the API server (the webhook backend runs it):\n%s", policy, stderr)
 				}
 				require.Equal(t, 0, code, stderr)
-				params := clusterConfigMaps(t, filepath.Dir(resources)+"/cluster.yaml")
+				params := clusterConfigMaps(t, testDir+"/cluster.yaml")
 				vs, refused := typeVariants(t, policy, resources)
 				typed.refused += refused
 				b, v := decideAsAdmitcTestWith(t, stream, policy, params, resources, vs...)

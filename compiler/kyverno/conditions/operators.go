@@ -43,6 +43,20 @@ func wild(p, s string) string {
 	return "((" + p + ".contains('*') || " + p + ".contains('?')) ? " + s + ".matches(" + re + ") : " + p + " == " + s + ")"
 }
 
+// NotParsedAtAdmission is the error the translation raises where Kyverno
+// parses a string value computed at admission (JSON, a range), which no
+// CEL form does.
+const NotParsedAtAdmission = "admitc does not parse a JSON or range value computed at admission"
+
+// ParsedAtAdmission is the CEL test that the string s is one Kyverno's In
+// operators parse as JSON or as a range rather than take as itself.
+func ParsedAtAdmission(s string) string {
+	return s + ".matches('^\\\\s*([\\\\[{\"]|-?[0-9]|(true|false|null)\\\\s*$)') || " + s + ".matches(" + quote(rangeRegex.String()) + ")"
+}
+
+// Wild is wildcard.Match(p, s) for CEL strings p and s.
+func Wild(p, s string) string { return wild(p, s) }
+
 // WildEither is Kyverno's match of two strings in its In operators
 // (the CEL expressions a and b): either is a wildcard pattern of the
 // other (wildcard.Match both ways).
@@ -174,7 +188,7 @@ func in(op, k, v string, raw any) (string, error) {
 	// The value list, when the value is a string: statically for a
 	// literal, at run time otherwise (JSON-like text raises an error).
 	stringList := func(s string) string {
-		return "(" + s + ".matches('^\\\\s*([\\\\[{\"]|-?[0-9]|(true|false|null)\\\\s*$)') || " + s + ".matches(" + quote(rangeRegex.String()) + ") ? " + raise("admitc does not parse a JSON or range value computed at admission") + " : dyn([" + s + "]))"
+		return "(" + ParsedAtAdmission(s) + " ? " + raise(NotParsedAtAdmission) + " : dyn([" + s + "]))"
 	}
 	invalid := "null"
 	if lit, ok := raw.(string); ok && !variableRegex.MatchString(lit) {

@@ -912,8 +912,8 @@ func (t *Translator) Message(text string, roots Roots) (celbuild.Expr, error) {
 }
 
 func (t *Translator) message(text string, roots Roots) (celbuild.Expr, error) {
-	t.inMessage = true
-	defer func() { t.inMessage = false }()
+	t.nullData = true
+	defer func() { t.nullData = false }()
 	if strings.Contains(text, `\{{`) {
 		return nil, notTyped("an escaped {{ in the message")
 	}

@@ -69,9 +69,10 @@ type Translator struct {
 	// named value (ContainerLists).
 	listVariables bool
 	lists         []ContainerList
-	// inMessage says a message is being translated: a strict read of a
-	// ConfigMap's data may be null there (messageText writes it).
-	inMessage bool
+	// nullData says the reader of the query being translated handles a
+	// strict read of a ConfigMap's data that is null where the ConfigMap
+	// has none (a message, an In operator's value).
+	nullData bool
 }
 
 // ContainerList is the concatenation of a pod spec's three container

@@ -435,7 +435,7 @@ func (q *query) field(cur qval, key string, strict bool) (qval, error) {
 			switch {
 			case key != "data":
 				return qval{}, q.refuse("the ConfigMap's %s is not read by the typed translation", key)
-			case strict && !q.t.inMessage:
+			case strict && !q.t.nullData:
 				// Kyverno's loader writes data: null for a ConfigMap
 				// without data, and a key of null is null, not the
 				// error a missing key is.

@@ -56,14 +56,16 @@ func (t *Translator) variablesCondition(c kyvernov1.Condition, roots Roots, name
 
 // keyAndValue are the values of a condition's key and value, each one
 // {{ }} variable.
-func (t *Translator) keyAndValue(c kyvernov1.Condition, roots Roots, names map[string]bool) ([2]qval, error) {
+func (t *Translator) keyAndValue(c kyvernov1.Condition, roots Roots, names map[string]bool, nullData bool) ([2]qval, error) {
 	var out [2]qval
 	for i, raw := range []string{c.GetKey().(string), c.GetValue().(string)} {
 		q, ok := wholeVariable(ElementName(raw, roots))
 		if !ok {
 			return out, notTyped("a value with {{ }} variables that is not one variable")
 		}
+		t.nullData = nullData && i == 1
 		v, err := t.query(q, roots, names)
+		t.nullData = false
 		if err != nil {
 			return out, err
 		}
@@ -78,7 +80,7 @@ func (t *Translator) quantitiesCondition(c kyvernov1.Condition, roots Roots, nam
 	if !ok {
 		return nil, false, notTyped("the %s operator between two {{ }} variables", c.Operator)
 	}
-	vals, err := t.keyAndValue(c, roots, names)
+	vals, err := t.keyAndValue(c, roots, names, false)
 	if err != nil {
 		return nil, false, err
 	}
@@ -271,9 +273,15 @@ func (t *Translator) listsCondition(c kyvernov1.Condition, roots Roots, names ma
 		value, present celbuild.Expr
 		plain          bool
 	}
-	vals, err := t.keyAndValue(c, roots, names)
+	vals, err := t.keyAndValue(c, roots, names, true)
 	if err != nil {
 		return nil, false, err
+	}
+	if v := vals[1]; v.kind == qPath && v.path.shape() == kubeschema.String {
+		return t.stringValueCondition(c, vals[0], v.path, names)
+	}
+	if v := vals[1]; v.kind == qPath && v.path.nullableData {
+		return nil, false, notTyped("a ConfigMap's data read strictly as a list")
 	}
 	var sides [2]side
 	for i, v := range vals {
@@ -361,6 +369,149 @@ func (t *Translator) listsCondition(c kyvernov1.Condition, roots Roots, names ma
 		return t.b.Ternary(r, t.b.Index(t.b.MapLiteral(), t.b.String(text)), out), true, nil
 	}
 	return out, false, nil
+}
+
+// stringValueCondition is an In operator between a list of strings and
+// one string field, read at admission: a ConfigMap's value such as
+//
+//	key: "{{ request.object.spec.containers[].imagePullPolicy }}"
+//	operator: AnyNotIn
+//	value: "{{ cfg.data.\"pull-policy\" }}"
+//
+// Kyverno takes the string as a one-element list, matched against each
+// key as wildcard patterns both ways (one way where the keys are names),
+// unless it reads as JSON or a range, which Kyverno parses at admission
+// and the translation, typed or exact, does not: it raises an error there
+// (conditions.ParsedAtAdmission), before it reads the keys. A ConfigMap
+// without data gives null, which decides the operator as Kyverno does.
+func (t *Translator) stringValueCondition(c kyvernov1.Condition, keyVal qval, p *qpath, names map[string]bool) (celbuild.Expr, bool, error) {
+	op := strings.ToLower(string(c.Operator))
+	if p.hasDflt || !p.strict {
+		return nil, false, notTyped("the %s operator on a string value with a default", c.Operator)
+	}
+	list, optSrc, err := t.listOf(keyVal, names)
+	if err != nil {
+		return nil, false, err
+	}
+	var key, present celbuild.Expr
+	keyPlain := false
+	switch e := list.elem; {
+	case e.kind == qPath && e.path.shape() == kubeschema.String:
+		key, present, keyPlain = e.path.expr(t.b), e.path.present(t.b), e.path.plain
+	case e.kind == qScalar && e.scalar.shape == kubeschema.String && !e.scalar.mayErr:
+		key, keyPlain = e.scalar.expr, e.scalar.plain
+	default:
+		return nil, false, notTyped("the %s operator on a key that is not a list of strings", c.Operator)
+	}
+	exact, err := conditions.Operator(op, "x", "y", "{{ x }}", "{{ y }}")
+	if err != nil {
+		return nil, false, notTyped("%v", err)
+	}
+	// A name matches the value only as the value's pattern.
+	match := conditions.WildEither("a", "y")
+	if keyPlain {
+		match = conditions.Wild("y", "a")
+	}
+	pred := map[string]string{"anyin": "x.exists(a, " + match + ")", "allin": "x.all(a, " + match + ")",
+		"anynotin": "x.exists(a, !" + match + ")", "allnotin": "x.all(a, !" + match + ")"}[op]
+	null, err := stringValueAgree(exact, pred, keyPlain)
+	if err != nil {
+		return nil, false, err
+	}
+	m, err := t.b.Parse(match)
+	if err != nil {
+		return nil, false, notTyped("%v", err)
+	}
+	value := p.expr(t.b)
+	found := t.b.Substitute(t.b.Substitute(m, "a", key), "y", value)
+	// some is body holding for a key the list holds (a missing field is
+	// not one of them).
+	some := func(body celbuild.Expr) celbuild.Expr {
+		if present != nil {
+			body = t.b.And(present, body)
+		}
+		return list.exists(t.b, body, optSrc)
+	}
+	var out celbuild.Expr
+	switch op {
+	case "anyin":
+		out = some(found)
+	case "allin":
+		out = t.b.Not(some(t.b.Not(found)))
+	case "anynotin":
+		out = some(t.b.Not(found))
+	default:
+		out = t.b.Not(some(found))
+	}
+	if !p.plain {
+		parsed, err := t.b.Parse(conditions.ParsedAtAdmission("y"))
+		if err != nil {
+			return nil, false, notTyped("%v", err)
+		}
+		out = t.b.Ternary(t.b.Substitute(parsed, "y", value), t.b.Index(t.b.MapLiteral(), t.b.String(conditions.NotParsedAtAdmission)), out)
+	}
+	if p.nullableData {
+		out = t.b.Ternary(t.b.Has(p.root, p.keys[0]), out, t.b.Bool(null))
+	}
+	return out, !p.plain || p.mayErr(), nil
+}
+
+// stringValueAgree checks pred against the exact operator over the list
+// x and the string y on probes (wildcard patterns among the keys unless
+// keyPlain), skipping the values Kyverno parses (both raise there), and
+// returns what the exact operator decides on a null value, which must not
+// depend on the keys.
+func stringValueAgree(exact, pred string, keyPlain bool) (bool, error) {
+	type result struct {
+		null bool
+		err  error
+	}
+	cacheKey := fmt.Sprint("string value\x00", exact, "\x00", pred, "\x00", keyPlain)
+	if r, ok := agreed.Load(cacheKey); ok {
+		r := r.(result)
+		return r.null, r.err
+	}
+	null, err := stringValueAgreeOnProbes(exact, pred, keyPlain)
+	agreed.Store(cacheKey, result{null, err})
+	return null, err
+}
+
+func stringValueAgreeOnProbes(exact, pred string, keyPlain bool) (bool, error) {
+	ex, err := pairProgram(exact)
+	if err != nil {
+		return false, notTyped("the exact operator: %v", err)
+	}
+	ty, err := pairProgram(pred)
+	if err != nil {
+		return false, notTyped("the typed operator %s: %v", pred, err)
+	}
+	keys := []any{[]any{}}
+	names := nameProbes
+	if !keyPlain {
+		names = append(append([]any{}, nameProbes...), wildcardProbes...)
+	}
+	for _, a := range names {
+		keys = append(keys, []any{a}, []any{a, "data"})
+	}
+	var null *bool
+	for _, x := range keys {
+		for _, y := range append(append([]any{}, nameProbes...), wildcardProbes...) {
+			want, err := ex(x, y)
+			if err != nil {
+				// A value Kyverno parses: the exact form raises.
+				continue
+			}
+			if got, err := ty(x, y); err != nil || got != want {
+				return false, notTyped("%s decides %v and %q as %v, Kyverno as %v", pred, x, y, got, want)
+			}
+		}
+		n, err := ex(x, nil)
+		if err != nil || null != nil && n != *null {
+			return false, notTyped("Kyverno decides a null value by the keys")
+		}
+		null = &n
+	}
+	return *null, nil
 }
 
 // splitOnly says l is a list split() computed, unfiltered.
