@@ -113,11 +113,7 @@ func TestConfigMapRulesAreTyped(t *testing.T) {
 		assert.NotContains(t, v.Name, "kyverno", "the typed form reads params itself")
 	}
 	configMap := func(data map[string]any) []*unstructured.Unstructured {
-		return []*unstructured.Unstructured{{Object: map[string]any{
-			"apiVersion": "v1", "kind": "ConfigMap",
-			"metadata": map[string]any{"name": "c", "namespace": "n"},
-			"data":     data,
-		}}}
+		return []*unstructured.Unstructured{configMapOf(data)}
 	}
 	allowList := configMap(map[string]any{"registries": "ghcr.io/acme/*,registry.k8s.io/pause:3.9"})
 	cases := map[string]struct {
@@ -141,9 +137,6 @@ func TestConfigMapRulesAreTyped(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			req := runtime.RequestFor(pod(t, `{containers: `+tc.images+`}`), nil, "default")
 			req.Params = tc.params
-			if tc.params[0].Object["data"] == nil {
-				delete(tc.params[0].Object, "data")
-			}
 			res, err := e.Admit(context.Background(), req)
 			require.NoError(t, err)
 			assert.Equal(t, tc.allowed, res.Allowed(), "%v", res.Denials())
@@ -184,13 +177,7 @@ func TestConfigMapDataReadStrictlyKeepsTheExactForm(t *testing.T) {
 		"another key: Kyverno's error":          {map[string]any{"other": "x"}, false},
 	} {
 		t.Run(name, func(t *testing.T) {
-			cm := &unstructured.Unstructured{Object: map[string]any{
-				"apiVersion": "v1", "kind": "ConfigMap",
-				"metadata": map[string]any{"name": "c", "namespace": "n"},
-			}}
-			if tc.data != nil {
-				cm.Object["data"] = tc.data
-			}
+			cm := configMapOf(tc.data)
 			req := runtime.RequestFor(pod(t, `{containers: [{name: a, image: "a:1"}]}`), nil, "default")
 			req.Params = []*unstructured.Unstructured{cm}
 			res, err := e.Admit(context.Background(), req)
@@ -240,13 +227,7 @@ func TestConfigMapStringValueIsTyped(t *testing.T) {
 		"JSON text: not parsed":     {map[string]any{"policy": `["Never"]`}, `[{name: a, image: "a:1", imagePullPolicy: Never}]`, false, "admitc does not parse a JSON or range value computed at admission"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			cm := &unstructured.Unstructured{Object: map[string]any{
-				"apiVersion": "v1", "kind": "ConfigMap",
-				"metadata": map[string]any{"name": "c", "namespace": "n"},
-			}}
-			if tc.data != nil {
-				cm.Object["data"] = tc.data
-			}
+			cm := configMapOf(tc.data)
 			req := runtime.RequestFor(pod(t, `{containers: `+tc.containers+`}`), nil, "default")
 			req.Params = []*unstructured.Unstructured{cm}
 			res, err := e.Admit(context.Background(), req)
@@ -257,4 +238,16 @@ func TestConfigMapStringValueIsTyped(t *testing.T) {
 			}
 		})
 	}
+}
+
+// configMapOf is the ConfigMap n/c with data (none when nil).
+func configMapOf(data map[string]any) *unstructured.Unstructured {
+	cm := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "c", "namespace": "n"},
+	}}
+	if data != nil {
+		cm.Object["data"] = data
+	}
+	return cm
 }

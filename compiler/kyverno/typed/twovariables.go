@@ -325,8 +325,7 @@ func (t *Translator) listsCondition(c kyvernov1.Condition, roots Roots, names ma
 		match = conditions.WildEither("a", "b")
 	}
 	hit := "y.exists(b, " + match + ")"
-	pred := map[string]string{"anyin": "x.exists(a, " + hit + ")", "allin": "x.all(a, " + hit + ")",
-		"anynotin": "x.exists(a, !" + hit + ")", "allnotin": "x.all(a, !" + hit + ")"}[op]
+	pred := inPredicate(op, hit)
 	if err := listsAgree(exact, pred, sides[0].list.null != nil && sides[0].optSrc == nil, sides[1].list.null != nil && sides[1].optSrc == nil, !plain); err != nil {
 		return nil, false, err
 	}
@@ -351,17 +350,7 @@ func (t *Translator) listsCondition(c kyvernov1.Condition, roots Roots, names ma
 		}
 		return key.list.exists(t.b, body, key.optSrc)
 	}
-	var out celbuild.Expr
-	switch op {
-	case "anyin":
-		out = some(found)
-	case "allin":
-		out = t.b.Not(some(t.b.Not(found)))
-	case "anynotin":
-		out = some(t.b.Not(found))
-	default:
-		out = t.b.Not(some(found))
-	}
+	out := inOperator(t.b, op, found, some)
 	if r := val.list.raises; r != nil {
 		// The value fails before the key's comprehension reads it.
 		text := "failed to substitute variables in condition value: " + val.list.raisesText
@@ -412,8 +401,7 @@ func (t *Translator) stringValueCondition(c kyvernov1.Condition, keyVal qval, p 
 	if keyPlain {
 		match = conditions.Wild("y", "a")
 	}
-	pred := map[string]string{"anyin": "x.exists(a, " + match + ")", "allin": "x.all(a, " + match + ")",
-		"anynotin": "x.exists(a, !" + match + ")", "allnotin": "x.all(a, !" + match + ")"}[op]
+	pred := inPredicate(op, match)
 	null, err := stringValueAgree(exact, pred, keyPlain)
 	if err != nil {
 		return nil, false, err
@@ -432,17 +420,7 @@ func (t *Translator) stringValueCondition(c kyvernov1.Condition, keyVal qval, p 
 		}
 		return list.exists(t.b, body, optSrc)
 	}
-	var out celbuild.Expr
-	switch op {
-	case "anyin":
-		out = some(found)
-	case "allin":
-		out = t.b.Not(some(t.b.Not(found)))
-	case "anynotin":
-		out = some(t.b.Not(found))
-	default:
-		out = t.b.Not(some(found))
-	}
+	out := inOperator(t.b, op, found, some)
 	if !p.plain {
 		parsed, err := t.b.Parse(conditions.ParsedAtAdmission("y"))
 		if err != nil {
@@ -512,6 +490,27 @@ func stringValueAgreeOnProbes(exact, pred string, keyPlain bool) (bool, error) {
 		null = &n
 	}
 	return *null, nil
+}
+
+// inPredicate is the In operator op over the list x, a key a matching
+// where hit holds, as text for the probes.
+func inPredicate(op, hit string) string {
+	return map[string]string{"anyin": "x.exists(a, " + hit + ")", "allin": "x.all(a, " + hit + ")",
+		"anynotin": "x.exists(a, !" + hit + ")", "allnotin": "x.all(a, !" + hit + ")"}[op]
+}
+
+// inOperator is the In operator op over the keys some iterates
+// (some(body): body holds for one of them), found a key's match.
+func inOperator(b *celbuild.Builder, op string, found celbuild.Expr, some func(celbuild.Expr) celbuild.Expr) celbuild.Expr {
+	switch op {
+	case "anyin":
+		return some(found)
+	case "allin":
+		return b.Not(some(b.Not(found)))
+	case "anynotin":
+		return some(b.Not(found))
+	}
+	return b.Not(some(found))
 }
 
 // splitOnly says l is a list split() computed, unfiltered.
