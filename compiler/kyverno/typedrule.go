@@ -49,11 +49,11 @@ func (r *reader) typedPatternRule(pol *ir.Policy, c computedRule, m loweredMatch
 
 // typedRule is pol written by with against the schema of its rule's
 // kinds (taken together); nil when pol reads params other than its
-// rule's configMap entry, holds a variable
-// other than the exact translation's own (own says which), the rule has
-// context entries (loaded before its checks, they fail the rule when they
-// do not resolve, even one a condition only mentions: they keep the exact
-// form), a kind has no known schema, or with does not take it.
+// rule's configMap entry, holds a variable other than the exact
+// translation's own (own says which) and its context entries', a kind has
+// no known schema, or with does not take it (a context entry that may fail
+// to load, which fails the rule wherever a condition mentions it, among
+// what it does not take).
 func (r *reader) typedRule(pol *ir.Policy, c computedRule, own func(name string) bool, with func(kubeschema.Node, []conditions.Variable) (*ir.Policy, error)) *ir.Policy {
 	foreign := func(v ir.NamedExpression) bool {
 		return !own(v.Name) && !strings.HasPrefix(v.Name, ContextVariablePrefix)
