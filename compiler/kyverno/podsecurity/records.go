@@ -1,6 +1,9 @@
 package podsecurity
 
-import "strings"
+import (
+	"regexp"
+	"strings"
+)
 
 // A record is one field error of a check, as a CEL list: [field, the rest
 // of the error as Kyverno's FormatChecksPrint writes it after the field,
@@ -69,18 +72,43 @@ func (r recorder) required(f fieldAt, name string) string {
 // v: "F: Forbidden" when v is empty, else "F is forbidden, forbidden values
 // found: v".
 func (r recorder) forbiddenString(f fieldAt, name, v string) string {
-	return r.record(f, name, "("+v+" == '' ? ': Forbidden' : "+concat(forbiddenValues, v)+")", v, "("+v+" == '' ? [] : ["+str(v)+"])")
+	return bound(v, func(v string) string {
+		return r.record(f, name, "("+v+" == '' ? ': Forbidden' : "+concat(forbiddenValues, v)+")", v, "("+v+" == '' ? [] : ["+str(v)+"])")
+	})
 }
 
 // forbiddenValue is forbiddenString where v is never empty.
 func (r recorder) forbiddenValue(f fieldAt, name, v string) string {
-	return r.record(f, name, concat(forbiddenValues, v), v, "["+str(v)+"]")
+	return bound(v, func(v string) string {
+		return r.record(f, name, concat(forbiddenValues, v), v, "["+str(v)+"]")
+	})
+}
+
+// bound is the record body writes with the bad value v, read once: with
+// v itself when it is a name or a literal or read once, else with v bound
+// to the name val (the API server's CEL has no cel.bind; a one-element
+// list's map stands in).
+func bound(v string, body func(string) string) string {
+	if simpleName.MatchString(v) || plainLiteralText(v) || strings.Count(body(v), v) < 2 {
+		return body(v)
+	}
+	return "[" + v + "].map(val, " + body("val") + ")[0]"
+}
+
+var simpleName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.]*$`)
+
+// plainLiteralText says v is one string literal.
+func plainLiteralText(v string) bool {
+	_, ok := plainLiteral(v)
+	return ok
 }
 
 // forbiddenText is a Forbidden error whose bad value prints as the CEL
 // string text (a bool, an int) and matches as text.
 func (r recorder) forbiddenText(f fieldAt, name, text string) string {
-	return r.record(f, name, concat(forbiddenValues, text), text, "["+str(text)+"]")
+	return bound(text, func(text string) string {
+		return r.record(f, name, concat(forbiddenValues, text), text, "["+str(text)+"]")
+	})
 }
 
 // forbiddenList is a Forbidden error whose bad value is a []string (a CEL
