@@ -29,11 +29,13 @@ func exemptWindows(v, recs string) string { return "(" + windows(v) + " ? [] : "
 // appArmorProfile 1.0: profile types RuntimeDefault or Localhost; the
 // beta annotations runtime/default, localhost/* or empty.
 func appArmorProfile(r recorder, v string) string {
-	bad := func(opt string) string {
-		return isSet(opt) + " && !(" + strOf(opt+".?type") + " in ['RuntimeDefault', 'Localhost'])"
+	profile := func(opt string, f fieldAt, name string) string {
+		return whenValue(strOf(opt+".?type"),
+			func(typ string) string { return isSet(opt) + " && !(" + typ + " in ['RuntimeDefault', 'Localhost'])" },
+			func(typ string) string { return r.forbiddenString(f, name, typ) })
 	}
-	pod := when(bad(podSC(v)+".?appArmorProfile"), r.forbiddenString(podField("spec.securityContext.appArmorProfile.type"), "''", strOf(podSC(v)+".?appArmorProfile.?type")))
-	ctrs := perContainer(v, when(bad(sc("k")+".?appArmorProfile"), r.forbiddenString(containerField("k", ".securityContext.appArmorProfile.type"), "k.n", strOf(sc("k")+".?appArmorProfile.?type"))))
+	pod := profile(podSC(v)+".?appArmorProfile", podField("spec.securityContext.appArmorProfile.type"), "''")
+	ctrs := perContainer(v, profile(sc("k")+".?appArmorProfile", containerField("k", ".securityContext.appArmorProfile.type"), "k.n"))
 	ann := objOf(v + ".m.?annotations")
 	val := "[" + ann + "[a]].map(x, x == null ? '' : x)[0]"
 	annErr := r.forbiddenText(fieldAt{"'metadata.annotations[' + a + ']'", "'metadata.annotations[' + " + starDigits("a") + " + ']'"}, "''", val)
@@ -128,7 +130,11 @@ func privileged(r recorder, v string) string {
 // procMount 1.0: procMount unset or Default.
 func procMount(r recorder, v string) string {
 	pm := sc("k") + ".?procMount"
-	return perContainer(v, when(isSet(pm)+" && "+strOf(pm)+" != 'Default'", r.forbiddenString(containerField("k", ".securityContext.procMount"), "k.n", strOf(pm))))
+	return perContainer(v, whenValue(strOf(pm),
+		func(m string) string { return isSet(pm) + " && " + m + " != 'Default'" },
+		func(m string) string {
+			return r.forbiddenString(containerField("k", ".securityContext.procMount"), "k.n", m)
+		}))
 }
 
 // allowedVolumeSources and restrictedVolumeSources are restrictedVolumes'
@@ -182,9 +188,12 @@ func seLinux(types []string) func(r recorder, v string) string {
 		errs := func(opt string, at func(string) fieldAt, name string) string {
 			typ, user, role := strOf(opt+".?type"), strOf(opt+".?user"), strOf(opt+".?role")
 			// Every type list holds "", so a bad type is never empty.
-			return "(" + isSet(opt) + " ? " + when("!("+typ+" in ["+strings.Join(quoteAll(types), ", ")+"])", r.forbiddenValue(at("type"), name, typ)) + " + " +
-				when(user+" != ''", r.forbiddenValue(at("user"), name, user)) + " + " +
-				when(role+" != ''", r.forbiddenValue(at("role"), name, role)) + " : [])"
+			bad := func(field, value string, cond func(string) string) string {
+				return whenValue(value, cond, func(value string) string { return r.forbiddenValue(at(field), name, value) })
+			}
+			set := func(value string) string { return value + " != ''" }
+			return "(" + isSet(opt) + " ? " + bad("type", typ, func(t string) string { return "!(" + t + " in [" + strings.Join(quoteAll(types), ", ") + "])" }) + " + " +
+				bad("user", user, set) + " + " + bad("role", role, set) + " : [])"
 		}
 		pod := errs(podSC(v)+".?seLinuxOptions", func(f string) fieldAt { return podField("spec.securityContext.seLinuxOptions." + f) }, "''")
 		ctrs := perContainer(v, errs(sc("k")+".?seLinuxOptions", func(f string) fieldAt {
@@ -206,11 +215,13 @@ func validSeccomp(opt string) string {
 // seccompBaseline 1.19: a seccompProfile set at pod or container level
 // has type RuntimeDefault or Localhost.
 func seccompBaseline(r recorder, v string) string {
-	bad := func(opt string) string { return isSet(opt) + " && !" + validSeccomp(opt) }
-	pod := podSC(v) + ".?seccompProfile"
-	c := sc("k") + ".?seccompProfile"
-	return when(bad(pod), r.forbiddenString(podField("spec.securityContext.seccompProfile.type"), "''", strOf(pod+".?type"))) + " + " +
-		perContainer(v, when(bad(c), r.forbiddenString(containerField("k", ".securityContext.seccompProfile.type"), "k.n", strOf(c+".?type"))))
+	profile := func(opt string, f fieldAt, name string) string {
+		return whenValue(strOf(opt+".?type"),
+			func(typ string) string { return isSet(opt) + " && !(" + typ + " in ['Localhost', 'RuntimeDefault'])" },
+			func(typ string) string { return r.forbiddenString(f, name, typ) })
+	}
+	return profile(podSC(v)+".?seccompProfile", podField("spec.securityContext.seccompProfile.type"), "''") + " + " +
+		perContainer(v, profile(sc("k")+".?seccompProfile", containerField("k", ".securityContext.seccompProfile.type"), "k.n"))
 }
 
 // seccompRestricted 1.19: as seccompBaseline, and a container without a
@@ -241,7 +252,9 @@ func sysctls(allowed []string) func(r recorder, v string) string {
 	return func(r recorder, v string) string {
 		name := strOf("s.?name")
 		f := fieldAt{"'spec.securityContext.sysctls[' + string(i) + '].name'", "'spec.securityContext.sysctls[*].name'"}
-		return listOf(podSC(v)+".?sysctls") + ".transformList(i, s, " + when("!("+name+" in ["+strings.Join(quoteAll(allowed), ", ")+"])", r.forbiddenString(f, "''", name)) + ").flatten()"
+		bad := whenValue(name, func(n string) string { return "!(" + n + " in [" + strings.Join(quoteAll(allowed), ", ") + "])" },
+			func(n string) string { return r.forbiddenString(f, "''", n) })
+		return listOf(podSC(v)+".?sysctls") + ".transformList(i, s, " + bad + ").flatten()"
 	}
 }
 

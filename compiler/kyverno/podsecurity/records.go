@@ -168,3 +168,9 @@ func perContainer(v, body string) string {
 
 // when is cond ? [rec] : [].
 func when(cond, rec string) string { return "(" + cond + " ? [" + rec + "] : [])" }
+
+// whenValue is when over the value v that both the condition and the
+// record read: read once (bound).
+func whenValue(v string, cond, rec func(v string) string) string {
+	return bound(v, func(v string) string { return when(cond(v), rec(v)) })
+}
