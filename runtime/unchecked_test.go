@@ -4,13 +4,11 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
 
 	"github.com/admitc/admitc/compiler"
 	"github.com/admitc/admitc/internal/celenv"
@@ -34,18 +32,17 @@ func TestUncheckedDynamicFormsDecideAsChecked(t *testing.T) {
 		require.Empty(t, diags.Error(), file)
 		e, err := NewEngine(set)
 		require.NoError(t, err)
-		resources, err := os.ReadFile(filepath.Join(filepath.Dir(file), ".kyverno-test", "resources.yaml"))
+		resourcesFile := filepath.Join(filepath.Dir(file), ".kyverno-test", "resources.yaml")
+		resources, err := os.ReadFile(resourcesFile)
 		if err != nil {
 			continue
 		}
+		manifests, err := DecodeManifests(resourcesFile, resources)
+		require.NoError(t, err)
 		var objects []map[string]any
-		for _, doc := range strings.Split(string(resources), "\n---") {
-			var obj map[string]any
-			if yaml.Unmarshal([]byte(doc), &obj) != nil || obj == nil {
-				continue
-			}
-			objects = append(objects, obj)
-			vs, err := variants.Generate(obj, variants.Options{Count: 2, Seed: 1})
+		for _, m := range manifests {
+			objects = append(objects, m.Object.Object)
+			vs, err := variants.Generate(m.Object.Object, variants.Options{Count: 2, Seed: 1})
 			require.NoError(t, err)
 			for _, v := range vs {
 				objects = append(objects, v.Object)

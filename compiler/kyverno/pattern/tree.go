@@ -64,7 +64,7 @@ func (t *translator) element(p any, v string, path kpath, fp *field.Path, c cont
 
 // withIdent binds v to a fresh variable unless it already is one.
 func (t *translator) withIdent(v string, body func(x string) (string, error)) (string, error) {
-	if isIdent(v) {
+	if IsIdent(v) {
 		return body(v)
 	}
 	x := t.fresh()
@@ -75,7 +75,8 @@ func (t *translator) withIdent(v string, body func(x string) (string, error)) (s
 	return bind(x, v, b), nil
 }
 
-func isIdent(s string) bool {
+// IsIdent says s is a CEL identifier.
+func IsIdent(s string) bool {
 	for i, r := range s {
 		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && r >= '0' && r <= '9') {
 			return false
@@ -97,7 +98,7 @@ func (t *translator) scalarElement(p any, v string, path kpath, fp *field.Path) 
 	}
 	out := test("\x00")
 	body := func(x string) string { return test(x) + " ? " + t.word("pass") + " : " + t.at(path, "fail") }
-	if strings.Count(out, "\x00") == 1 || isIdent(v) {
+	if strings.Count(out, "\x00") == 1 || IsIdent(v) {
 		return body(v), nil
 	}
 	x := t.fresh()

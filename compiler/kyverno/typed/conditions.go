@@ -358,17 +358,11 @@ func (t *Translator) valueCondition(c kyvernov1.Condition, roots Roots, names ma
 	if err != nil {
 		return nil, false, err
 	}
-	elem := list.elem
-	var elemValue, elemPresent celbuild.Expr
-	plain := false
-	switch {
-	case elem.kind == qPath && elem.path.shape() == kubeschema.String:
-		elemValue, elemPresent, plain = elem.path.expr(t.b), elem.path.present(t.b), elem.path.plain
-	case elem.kind == qScalar && elem.scalar.shape == kubeschema.String && !elem.scalar.mayErr:
-		elemValue, plain = elem.scalar.expr, elem.scalar.plain
-	default:
+	elems, ok := t.stringsOf(list, optSrc)
+	if !ok {
 		return nil, false, notTyped("a value that is not a list of strings")
 	}
+	elemValue, elemPresent, plain := elems.value, elems.present, elems.plain
 	hit := stringFound([]string{key}, !plain)
 	found := "x.exists(x, " + hit + ")"
 	typedText := found

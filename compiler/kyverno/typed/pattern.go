@@ -775,7 +775,8 @@ var reservedName = map[string]bool{"object": true, "oldObject": true, "request":
 	"authorizer": true, "variables": true, "cel": true, "x": true, "v": true, "in": true}
 
 // singular names an element of the list at schema path rp by the last
-// word of its name: spec.initContainers holds a container.
+// word of its name: spec.initContainers holds a container; a name that is
+// no CEL identifier (a map's key, data.pull-policy) holds an item.
 func singular(rp string) string {
 	last := lastField(rp)
 	for i := len(last) - 1; i > 0; i-- {
@@ -785,12 +786,12 @@ func singular(rp string) string {
 		}
 	}
 	switch {
+	case !pattern.IsIdent(last):
+		return "item"
 	case strings.HasSuffix(last, "ies") && len(last) > 3:
 		return last[:len(last)-3] + "y"
 	case strings.HasSuffix(last, "s") && len(last) > 1:
 		return last[:len(last)-1]
-	case last == "":
-		return "item"
 	}
 	return last + "Item"
 }

@@ -1068,10 +1068,7 @@ func (q *query) split(argNode gojmespath.ASTNode, lit any, cur qval) (qval, erro
 		}
 		src = q.b.String(s)
 	case arg.kind == qPath && !arg.path.hasDflt && arg.path.shape() == kubeschema.String:
-		src, raises = arg.path.expr(q.b), negate(q.b, arg.path.present(q.b))
-		if n := singular(arg.path.schemaPath()); isIdent(n) {
-			name = n
-		}
+		src, raises, name = arg.path.expr(q.b), negate(q.b, arg.path.present(q.b)), singular(arg.path.schemaPath())
 	case arg.kind == qScalar && arg.scalar.shape == kubeschema.String && !arg.scalar.mayErr:
 		src = arg.scalar.expr
 	default:
@@ -1087,11 +1084,6 @@ func (q *query) split(argNode gojmespath.ASTNode, lit any, cur qval) (qval, erro
 		kept:       true,
 	}}, nil
 }
-
-// isIdent says s is a CEL identifier.
-func isIdent(s string) bool { return identRegex.MatchString(s) && !reservedName[s] }
-
-var identRegex = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // stringFunction is starts_with, ends_with and contains of a string
 // field and a literal string: a missing or null field fails the function

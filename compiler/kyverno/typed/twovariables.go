@@ -267,12 +267,6 @@ var wildcardProbes = []any{"*", "d*", "d?ta", "?", "a.b", "a*b", "(a)", "", "\\"
 // keeps the exact form).
 func (t *Translator) listsCondition(c kyvernov1.Condition, roots Roots, names map[string]bool) (celbuild.Expr, bool, error) {
 	op := strings.ToLower(string(c.Operator))
-	type side struct {
-		list           *qlist
-		optSrc         celbuild.Expr
-		value, present celbuild.Expr
-		plain          bool
-	}
 	vals, err := t.keyAndValue(c, roots, names, true)
 	if err != nil {
 		return nil, false, err
@@ -283,7 +277,7 @@ func (t *Translator) listsCondition(c kyvernov1.Condition, roots Roots, names ma
 	if v := vals[1]; v.kind == qPath && v.path.nullableData {
 		return nil, false, notTyped("a ConfigMap's data read strictly as a list")
 	}
-	var sides [2]side
+	var sides [2]stringList
 	for i, v := range vals {
 		var list *qlist
 		var optSrc celbuild.Expr
@@ -295,13 +289,8 @@ func (t *Translator) listsCondition(c kyvernov1.Condition, roots Roots, names ma
 		} else if list, optSrc, err = t.listOf(v, names); err != nil {
 			return nil, false, err
 		}
-		s := side{list: list, optSrc: optSrc}
-		switch e := list.elem; {
-		case e.kind == qPath && e.path.shape() == kubeschema.String:
-			s.value, s.present, s.plain = e.path.expr(t.b), e.path.present(t.b), e.path.plain
-		case e.kind == qScalar && e.scalar.shape == kubeschema.String && !e.scalar.mayErr:
-			s.value, s.plain = e.scalar.expr, e.scalar.plain
-		default:
+		s, ok := t.stringsOf(list, optSrc)
+		if !ok {
 			return nil, false, notTyped("the %s operator between two {{ }} variables that are not lists of strings", c.Operator)
 		}
 		sides[i] = s
@@ -340,17 +329,7 @@ func (t *Translator) listsCondition(c kyvernov1.Condition, roots Roots, names ma
 		}
 		found = t.b.Substitute(t.b.Substitute(m, "a", key.value), "b", val.value)
 	}
-	if val.present != nil {
-		found = t.b.And(val.present, found)
-	}
-	found = val.list.exists(t.b, found, val.optSrc)
-	some := func(body celbuild.Expr) celbuild.Expr {
-		if key.present != nil {
-			body = t.b.And(key.present, body)
-		}
-		return key.list.exists(t.b, body, key.optSrc)
-	}
-	out := inOperator(t.b, op, found, some)
+	out := inOperator(t.b, op, val.some(t.b, found), func(body celbuild.Expr) celbuild.Expr { return key.some(t.b, body) })
 	if r := val.list.raises; r != nil {
 		// The value fails before the key's comprehension reads it.
 		text := "failed to substitute variables in condition value: " + val.list.raisesText
@@ -382,16 +361,11 @@ func (t *Translator) stringValueCondition(c kyvernov1.Condition, keyVal qval, p 
 	if err != nil {
 		return nil, false, err
 	}
-	var key, present celbuild.Expr
-	keyPlain := false
-	switch e := list.elem; {
-	case e.kind == qPath && e.path.shape() == kubeschema.String:
-		key, present, keyPlain = e.path.expr(t.b), e.path.present(t.b), e.path.plain
-	case e.kind == qScalar && e.scalar.shape == kubeschema.String && !e.scalar.mayErr:
-		key, keyPlain = e.scalar.expr, e.scalar.plain
-	default:
+	keys, ok := t.stringsOf(list, optSrc)
+	if !ok {
 		return nil, false, notTyped("the %s operator on a key that is not a list of strings", c.Operator)
 	}
+	keyPlain := keys.plain
 	exact, err := conditions.Operator(op, "x", "y", "{{ x }}", "{{ y }}")
 	if err != nil {
 		return nil, false, notTyped("%v", err)
@@ -411,16 +385,8 @@ func (t *Translator) stringValueCondition(c kyvernov1.Condition, keyVal qval, p 
 		return nil, false, notTyped("%v", err)
 	}
 	value := p.expr(t.b)
-	found := t.b.Substitute(t.b.Substitute(m, "a", key), "y", value)
-	// some is body holding for a key the list holds (a missing field is
-	// not one of them).
-	some := func(body celbuild.Expr) celbuild.Expr {
-		if present != nil {
-			body = t.b.And(present, body)
-		}
-		return list.exists(t.b, body, optSrc)
-	}
-	out := inOperator(t.b, op, found, some)
+	found := t.b.Substitute(t.b.Substitute(m, "a", keys.value), "y", value)
+	out := inOperator(t.b, op, found, func(body celbuild.Expr) celbuild.Expr { return keys.some(t.b, body) })
 	if !p.plain {
 		parsed, err := t.b.Parse(conditions.ParsedAtAdmission("y"))
 		if err != nil {
@@ -490,6 +456,40 @@ func stringValueAgreeOnProbes(exact, pred string, keyPlain bool) (bool, error) {
 		null = &n
 	}
 	return *null, nil
+}
+
+// stringList is a list of strings as an In operator reads it: each
+// element's value, present where its field is (nil: always), plain when
+// it can hold no wildcard.
+type stringList struct {
+	list           *qlist
+	optSrc         celbuild.Expr
+	value, present celbuild.Expr
+	plain          bool
+}
+
+// stringsOf is l (iterated from optSrc where it may be null) as a list of
+// strings; false when its elements are not strings.
+func (t *Translator) stringsOf(l *qlist, optSrc celbuild.Expr) (stringList, bool) {
+	s := stringList{list: l, optSrc: optSrc}
+	switch e := l.elem; {
+	case e.kind == qPath && e.path.shape() == kubeschema.String:
+		s.value, s.present, s.plain = e.path.expr(t.b), e.path.present(t.b), e.path.plain
+	case e.kind == qScalar && e.scalar.shape == kubeschema.String && !e.scalar.mayErr:
+		s.value, s.plain = e.scalar.expr, e.scalar.plain
+	default:
+		return stringList{}, false
+	}
+	return s, true
+}
+
+// some is body holding for an element the list holds (a missing field is
+// not one of them).
+func (s stringList) some(b *celbuild.Builder, body celbuild.Expr) celbuild.Expr {
+	if s.present != nil {
+		body = b.And(s.present, body)
+	}
+	return s.list.exists(b, body, s.optSrc)
 }
 
 // inPredicate is the In operator op over the list x, a key a matching
