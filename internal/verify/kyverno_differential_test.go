@@ -37,6 +37,10 @@ var diffFixtures = []string{
 	"testdata/*/.kyverno-test/kyverno-test.yaml",
 }
 
+// failedAtPath is in the message of a pattern rule that failed, before
+// its failure path: the whole-rule differential compares those messages.
+const failedAtPath = " failed at path "
+
 // TestWholeRulesAgreeWithKyvernosEngine is the whole-rule proof of the
 // Kyverno frontend: for every ClusterPolicy of every fixture, on every
 // resource of its Kyverno test and on seeded variants of each (package
@@ -44,13 +48,16 @@ var diffFixtures = []string{
 // engine on the original policy and admitc's runtime on its translation
 // (as admitc verify reads it) give every rule the same response (pass,
 // fail, skip, error, or none when the rule does not match) and take the
-// same admission decision. Rules admitc refuses are counted by reason,
+// same admission decision; where both fail a pattern rule, its message
+// with its failure path is Kyverno's. Rules admitc refuses are counted by reason,
 // not compared; rules with paramKind are left out (Kyverno's engine reads
 // parameter objects from the cluster and has none offline, so its answer
 // is not the one admission gets). Variants the API server would refuse
 // before admission (a field of the wrong type) are compared all the same:
 // nothing is left out for being unrealistic. DIFF_VARIANTS and DIFF_SEED
-// change the number of variants per resource and the seed.
+// change the number of variants per resource and the seed; DIFF_MESSAGES
+// compares every failed rule's message (those of rules Kyverno fails on an
+// object the API server would refuse differ: an error's text).
 func TestWholeRulesAgreeWithKyvernosEngine(t *testing.T) {
 	files := diffFixtureFiles(t)
 	cfg := fromEnv(diffConfig{engine: newKyvernoEngine(), count: 60, seed: 1})
@@ -65,8 +72,9 @@ func TestWholeRulesAgreeWithKyvernosEngine(t *testing.T) {
 			}
 		})
 	}
-	t.Log(st.summary())
+	t.Logf("%s; %d messages compared", st.summary(), st.messages)
 	assert.GreaterOrEqual(t, st.policies, 30)
+	assert.Greater(t, st.messages, 5000, "the failure paths of pattern rules are compared")
 	assert.GreaterOrEqual(t, st.variants, cfg.count*5/6*st.resources, "most resources have DIFF_VARIANTS variants")
 	assert.Zero(t, st.disagreements)
 }
@@ -157,6 +165,9 @@ func fromEnv(cfg diffConfig) diffConfig {
 	}
 	if n, err := strconv.ParseInt(os.Getenv("DIFF_SEED"), 10, 64); err == nil {
 		cfg.seed = n
+	}
+	if os.Getenv("DIFF_MESSAGES") != "" {
+		cfg.messages = true
 	}
 	return cfg
 }
@@ -418,7 +429,7 @@ func (s *kyvernoSuite) compareOne(t *testing.T, cfg diffConfig, st *diffStats, d
 				differs = true
 				onlyKnown = onlyKnown && isKnownDifference(orNone(a.status)+": "+a.message)
 				report("rule "+rule, orNone(k)+": "+ans.messages[rule], orNone(a.status)+": "+a.message)
-			} else if cfg.messages && k == "fail" {
+			} else if k == "fail" && (cfg.messages || strings.Contains(ans.messages[rule], failedAtPath)) {
 				st.messages++
 				if ans.messages[rule] != a.message {
 					report("message of rule "+rule, k+": "+ans.messages[rule], a.status+": "+a.message)

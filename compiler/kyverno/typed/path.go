@@ -12,6 +12,23 @@ type kpath struct{ parts []pathPart }
 type pathPart struct {
 	lit   string
 	index celbuild.Expr
+	// list, on the key of a list whose elements' paths are being built,
+	// lets the list's name be written by an expression instead
+	// (listName.as): lists checked alike share one failure path.
+	list *listName
+}
+
+// listName is a list key of a path: as, when set, is the CEL string the
+// path writes for it.
+type listName struct{ as celbuild.Expr }
+
+// namedBy marks the last part of p, a list's key, as written by name.
+func (p kpath) namedBy(name *listName) kpath {
+	out := p.with()
+	if n := len(out.parts); n > 0 && out.parts[n-1].index == nil {
+		out.parts[n-1].list = name
+	}
+	return out
 }
 
 // key appends a map key ("" for the root: "/").
@@ -41,6 +58,12 @@ func (p kpath) expr(b *celbuild.Builder) celbuild.Expr {
 		lit = ""
 	}
 	for _, part := range p.parts {
+		if part.list != nil && part.list.as != nil {
+			flush()
+			out = add(b, out, part.list.as)
+			lit = "/"
+			continue
+		}
 		if part.index == nil {
 			lit += part.lit
 			continue

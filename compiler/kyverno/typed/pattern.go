@@ -320,6 +320,8 @@ type listCheck struct {
 	elem       string
 	pred       celbuild.Expr
 	failuresOn func(target celbuild.Expr) celbuild.Expr
+	// name is the list's key in its elements' failure paths.
+	name *listName
 }
 
 // chain is a scalar predicate on root.keys[0].keys[1]...: absent, when
@@ -491,6 +493,8 @@ func (w *walk) listOfMaps(p map[string]any, v celbuild.Expr, items kubeschema.No
 	e, i := w.fresh(singular(rp)), w.fresh("i")
 	defer w.release(e)
 	defer w.release(i)
+	name := &listName{}
+	path = path.namedBy(name)
 	elem, err := w.mapPattern(p, w.b.Ident(e), items, path.index(w.b.Ident(i)), rp+"[]")
 	if err != nil {
 		return check{}, err
@@ -502,7 +506,7 @@ func (w *walk) listOfMaps(p map[string]any, v celbuild.Expr, items kubeschema.No
 	fail := func() celbuild.Expr { return w.b.Index(failures(), w.b.Int(0)) }
 	if elem.skip == nil {
 		return check{ok: w.b.All(v, e, elem.ok), fail: fail, failures: failures,
-			list: &listCheck{target: v, field: lastField(rp), elem: e, pred: elem.ok, failuresOn: failuresOn}}, nil
+			list: &listCheck{target: v, field: lastField(rp), elem: e, pred: elem.ok, failuresOn: failuresOn, name: name}}, nil
 	}
 	// validateArrayOfMaps: the first element that fails fails the list;
 	// an element that skips is passed over; all skipping skips it.
@@ -567,10 +571,14 @@ func (w *walk) firstFailure(checks []check) check {
 		// checks' failures, concatenated in order.
 		out.failures = func() celbuild.Expr {
 			var all celbuild.Expr
-			for _, c := range failing {
+			for k := 0; k < len(failing); {
+				c := failing[k]
 				f := c.failures
+				n := 1
+				if shared, m := w.sharedFailures(failing[k:]); m > 1 {
+					f, n = func() celbuild.Expr { return shared }, m
+				}
 				if f == nil {
-					c := c
 					f = func() celbuild.Expr { return w.b.Ternary(c.failed(w.b), w.b.List(c.fail()), w.b.List()) }
 				}
 				if all == nil {
@@ -578,6 +586,7 @@ func (w *walk) firstFailure(checks []check) check {
 				} else {
 					all = w.b.Add(all, f())
 				}
+				k += n
 			}
 			return all
 		}
@@ -585,6 +594,80 @@ func (w *walk) firstFailure(checks []check) check {
 	}
 	out.skip, out.bad = w.firstNonOK(kept)
 	return out
+}
+
+// sharedFailures lists the failures of the lists that open checks and
+// check their elements alike (spec.ephemeralContainers, initContainers and
+// containers), in that order, as one comprehension over the lists, the
+// list's name read from a list of the names:
+//
+//	[object.spec.?ephemeralContainers.orValue([]), object.spec.containers]
+//	  .transformList(k, containers, containers.transformList(i, container, <fails>,
+//	    "/spec/" + ["ephemeralContainers", "containers"][k] + "/" + string(i) + "/image/"))
+//	  .flatten()
+//
+// n is how many of checks it covers; below 2 it covers none.
+func (w *walk) sharedFailures(checks []check) (out celbuild.Expr, n int) {
+	key := func(c check) string {
+		if c.list == nil || c.failures == nil || c.list.name == nil {
+			return ""
+		}
+		return c.list.elem + "\x00" + w.b.MustPrint(c.list.pred)
+	}
+	first := key(checks[0])
+	if first == "" {
+		return nil, 0
+	}
+	n = 1
+	for n < len(checks) && key(checks[n]) == first {
+		n++
+	}
+	if n < 2 {
+		return nil, 0
+	}
+	lists := checks[:n]
+	var names, targets []celbuild.Expr
+	for _, c := range lists {
+		names = append(names, w.b.String(c.list.field))
+		targets = append(targets, c.list.target)
+	}
+	// The outer comprehension's names must not be read inside it.
+	pick := func(base string, taken ...string) string {
+		name := base
+		for i := 2; ; i++ {
+			free := !w.names[name] && !reservedName[name] && !slices.Contains(taken, name)
+			for _, c := range lists {
+				free = free && w.b.Uses(c.list.pred, name) == 0
+			}
+			if free {
+				return name
+			}
+			name = base + strconv.Itoa(i)
+		}
+	}
+	plural := pick(lists[0].list.elem+"s", lists[0].list.elem)
+	index := pick("k", lists[0].list.elem, plural)
+	var body celbuild.Expr
+	var text string
+	for i, c := range lists {
+		c.list.name.as = w.b.Index(w.b.List(names...), w.b.Ident(index))
+		e := c.list.failuresOn(w.b.Ident(plural))
+		c.list.name.as = nil
+		t := w.b.MustPrint(e)
+		if i == 0 {
+			body, text = e, t
+			continue
+		}
+		if t != text || w.b.Uses(e, index) != 1 {
+			return nil, 0
+		}
+	}
+	if w.b.Uses(body, index) != 1 || w.b.Uses(body, plural) != 1 {
+		// The name is not in the failure paths (nothing would tell the
+		// lists apart), or the body reads a variable of the same name.
+		return nil, 0
+	}
+	return w.b.Member("flatten", w.b.TransformList(w.b.List(targets...), index, plural, nil, body)), n
 }
 
 // firstNonOK is when the first check that does not pass skips, and when
@@ -699,7 +782,7 @@ func (w *walk) optional(c check, v celbuild.Expr, key string) check {
 		target := w.b.OrValue(w.b.OptionalSelect(v, key), w.b.List())
 		failures := func() celbuild.Expr { return l.failuresOn(target) }
 		return check{ok: w.b.All(target, l.elem, l.pred), fail: c.fail, failures: failures,
-			list: &listCheck{target: target, field: l.field, elem: l.elem, pred: l.pred, failuresOn: l.failuresOn}}
+			list: &listCheck{target: target, field: l.field, elem: l.elem, pred: l.pred, failuresOn: l.failuresOn, name: l.name}}
 	}
 	return check{ok: w.b.Or(w.b.Not(w.b.Has(v, key)), c.ok), fail: c.fail}
 }

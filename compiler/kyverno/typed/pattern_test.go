@@ -86,3 +86,35 @@ spec:
 		assert.Equal(t, want, ok)
 	}
 }
+
+// Lists checked alike (a pod's container lists) share one failure path:
+// one comprehension over the lists, each list's name read from a list of
+// the names, in Kyverno's order of the pattern's keys. A list checked
+// apart, or between them in that order, keeps its own.
+func TestListsCheckedAlikeShareTheirFailurePath(t *testing.T) {
+	_, path := translate(t, `
+spec:
+  =(ephemeralContainers):
+  - =(securityContext):
+      =(privileged): "false"
+  =(initContainers):
+  - =(securityContext):
+      =(privileged): "false"
+  containers:
+  - =(securityContext):
+      =(privileged): "false"
+`)
+	assert.Equal(t, `[object.spec.?ephemeralContainers.orValue([]), object.spec.?initContainers.orValue([]), object.spec.containers]`+
+		`.transformList(k, containers, containers.transformList(i, container, container.?securityContext.?privileged.orValue(false), `+
+		`"/spec/" + ["ephemeralContainers", "initContainers", "containers"][k] + "/" + string(i) + "/securityContext/privileged/")).flatten()[0]`, path)
+
+	_, path = translate(t, `
+spec:
+  =(initContainers):
+  - image: "!*:latest"
+  containers:
+  - name: "?*"
+`)
+	assert.Equal(t, `(object.spec.?initContainers.orValue([]).transformList(i, container, container.image.endsWith(":latest") && container.image != "!*:latest", "/spec/initContainers/" + string(i) + "/image/") + `+
+		`object.spec.containers.transformList(i, container, container.name == "", "/spec/containers/" + string(i) + "/name/"))[0]`, path, "checked apart")
+}
