@@ -226,7 +226,7 @@ spec:
 	require.Len(t, p.MatchConditions, 1)
 	assert.Equal(t, "kyverno-match", p.MatchConditions[0].Name)
 	assert.Contains(t, p.MatchConditions[0].Expression, `request.kind.kind != "Namespace"`)
-	assert.Contains(t, p.MatchConditions[0].Expression, `&& !((((has(request.userInfo.groups) ? request.userInfo.groups : []).exists(g, g == "admins"))))`)
+	assert.Contains(t, p.MatchConditions[0].Expression, `&& !(((request.userInfo.?groups.orValue([]).exists(g, g == "admins"))))`)
 }
 
 // A translated rule whose CEL does not type-check (here: the images

@@ -495,7 +495,7 @@ func exclusionRules(resources []apiresources.Resource, version string, subs []st
 
 // CEL for the request as Kyverno's resource filters read it.
 const (
-	celRequestNamespace = `(has(request.namespace) ? request.namespace : "")`
+	celRequestNamespace = `request.?namespace.orValue("")`
 	celRequestName      = `(has(request.name) ? request.name : "")`
 )
 
@@ -554,20 +554,28 @@ func requesterCEL(groups, usernames []string) string {
 	for _, u := range usernames {
 		parts = append(parts, glob(u, celUsername))
 	}
+	const requesterGroups = "request.userInfo.?groups.orValue([])"
 	var literal, wild []string
 	for _, g := range groups {
 		if hasWildcard(g) {
-			wild = append(wild, "request.userInfo.groups.exists(g, "+glob(g, "g")+")")
+			wild = append(wild, glob(g, "g"))
 		} else {
-			literal = append(literal, strconv.Quote(g)+" in request.userInfo.groups")
+			literal = append(literal, strconv.Quote(g))
 		}
 	}
-	switch inGroups := append(literal, wild...); len(inGroups) {
-	case 0:
-	case 1:
-		parts = append(parts, "has(request.userInfo.groups) && "+inGroups[0])
-	default:
-		parts = append(parts, "has(request.userInfo.groups) && "+paren(strings.Join(inGroups, " || ")))
+	switch {
+	case len(literal) == 1 && len(wild) == 0:
+		parts = append(parts, literal[0]+" in "+requesterGroups)
+	case len(literal)+len(wild) > 0:
+		var in []string
+		switch len(literal) {
+		case 0:
+		case 1:
+			in = append(in, "g == "+literal[0])
+		default:
+			in = append(in, "g in ["+strings.Join(literal, ", ")+"]")
+		}
+		parts = append(parts, requesterGroups+".exists(g, "+strings.Join(append(in, wild...), " || ")+")")
 	}
 	return strings.Join(parts, " || ")
 }

@@ -27,10 +27,10 @@ import (
 const (
 	celMeta      = `(object != null ? object : oldObject).metadata`
 	celName      = `(has(` + celMeta + `.name) && ` + celMeta + `.name != "" ? ` + celMeta + `.name : has(` + celMeta + `.generateName) ? ` + celMeta + `.generateName : "")`
-	celNamespace = `(request.kind.kind == "Namespace" ? (has(` + celMeta + `.name) ? ` + celMeta + `.name : "") : has(request.namespace) ? request.namespace : "")`
-	celSubres    = `(has(request.subResource) ? request.subResource : "")`
-	celUsername  = `(has(request.userInfo.username) ? request.userInfo.username : "")`
-	celGroups    = `(has(request.userInfo.groups) ? request.userInfo.groups : [])`
+	celNamespace = `(request.kind.kind == "Namespace" ? ` + celMeta + `.?name.orValue("") : request.?namespace.orValue(""))`
+	celSubres    = `request.?subResource.orValue("")`
+	celUsername  = `request.userInfo.?username.orValue("")`
+	celGroups    = `request.userInfo.?groups.orValue([])`
 )
 
 // celMap is the labels or annotations map as Kyverno reads it with
@@ -328,7 +328,7 @@ func namespaceSelectorCEL(s *metav1.LabelSelector) string {
 	out := `request.kind.kind != "Namespace"`
 	sel, err := metav1.LabelSelectorAsSelector(s)
 	if err == nil && !sel.Matches(labels.Set{}) {
-		out += ` && ` + `(has(request.namespace) ? request.namespace : "") != ""`
+		out += ` && request.?namespace.orValue("") != ""`
 	}
 	return out
 }
