@@ -191,8 +191,9 @@ func TestConfigMapDataReadStrictlyKeepsTheExactForm(t *testing.T) {
 // value read at admission) is typed: the string is the one pattern each
 // name must match; a container without the field holds no name; a
 // ConfigMap without data gives null (the operator is false); a missing
-// key is Kyverno's error; a value Kyverno would parse as JSON or a range
-// raises admitc's error, as the exact form does.
+// key is Kyverno's error; a JSON array of plain strings is parsed, as
+// Kyverno parses it; other JSON or a range raises admitc's error, as the
+// exact form does.
 func TestConfigMapStringValueIsTyped(t *testing.T) {
 	body := `    validate:
       failureAction: Enforce
@@ -224,7 +225,10 @@ func TestConfigMapStringValueIsTyped(t *testing.T) {
 		"no imagePullPolicy":        {map[string]any{"policy": "Always"}, `[{name: a, image: "a:1"}]`, true, ""},
 		"no data: null, admitted":   {nil, `[{name: a, image: "a:1", imagePullPolicy: Never}]`, true, ""},
 		"the key missing: an error": {map[string]any{"other": "x"}, `[{name: a, image: "a:1", imagePullPolicy: Never}]`, false, "no such key"},
-		"JSON text: not parsed":     {map[string]any{"policy": `["Never"]`}, `[{name: a, image: "a:1", imagePullPolicy: Never}]`, false, "admitc does not parse a JSON or range value computed at admission"},
+		"a JSON list: parsed":       {map[string]any{"policy": `["Always", "Never"]`}, `[{name: a, image: "a:1", imagePullPolicy: Never}]`, true, ""},
+		"a JSON list of patterns":   {map[string]any{"policy": ` [ "Al*" ]`}, `[{name: a, image: "a:1", imagePullPolicy: Never}]`, false, "imagePullPolicy must be  [ \"Al*\" ]"},
+		"other JSON: not parsed":    {map[string]any{"policy": `["Never", 1]`}, `[{name: a, image: "a:1", imagePullPolicy: Never}]`, false, "admitc does not parse a JSON or range value computed at admission"},
+		"a range: not parsed":       {map[string]any{"policy": `1-5`}, `[{name: a, image: "a:1", imagePullPolicy: Never}]`, false, "admitc does not parse a JSON or range value computed at admission"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			cm := configMapOf(tc.data)
@@ -250,4 +254,50 @@ func configMapOf(data map[string]any) *unstructured.Unstructured {
 		cm.Object["data"] = data
 	}
 	return cm
+}
+
+// Images compared with a ConfigMap's string (keys that may hold
+// wildcards) are typed too: each image and each of the value's strings
+// match as Kyverno's patterns both ways, a JSON array of plain strings
+// parsed; an image that is the JSON text itself raises admitc's error.
+func TestConfigMapJSONValueMatchesImages(t *testing.T) {
+	body := `    validate:
+      failureAction: Enforce
+      message: "images must come from {{ cm.data.images }}"
+      deny:
+        conditions:
+          any:
+          - key: "{{ request.object.spec.containers[].image }}"
+            operator: AnyNotIn
+            value: "{{ cm.data.images }}"
+`
+	src := contextRule("    - {name: cm, configMap: {name: c, namespace: n}}\n", body)
+	set, diags := compiler.Compile([]compiler.Source{{Name: "p.yaml", Data: []byte(src)}}, compiler.Options{})
+	require.Empty(t, diags)
+	require.NotNil(t, set.Policies[0].Dynamic, "the rule is typed")
+	e, err := runtime.NewEngine(set)
+	require.NoError(t, err)
+	for name, tc := range map[string]struct {
+		images, containers string
+		allowed            bool
+		denial             string
+	}{
+		"each image among the patterns": {`["ghcr.io/*", "docker.io/library/nginx:1.27"]`, `[{name: a, image: "ghcr.io/a:1"}, {name: b, image: "docker.io/library/nginx:1.27"}]`, true, ""},
+		"one image outside":             {`["ghcr.io/*"]`, `[{name: a, image: "ghcr.io/a:1"}, {name: b, image: "quay.io/b:1"}]`, false, `images must come from ["ghcr.io/*"]`},
+		"an image that is a pattern":    {` [ "ghcr.io/a:1" ]`, `[{name: a, image: "ghcr.io/*"}]`, true, ""},
+		"the empty array":               {`[]`, `[{name: a, image: "ghcr.io/a:1"}]`, false, "images must come from []"},
+		"an image that is the JSON":     {`["x"]`, `[{name: a, image: "[\"x\"]"}]`, false, "admitc does not parse a JSON or range value computed at admission"},
+		"not JSON: one pattern":         {`ghcr.io/*`, `[{name: a, image: "ghcr.io/a:1"}]`, true, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			req := runtime.RequestFor(pod(t, `{containers: `+tc.containers+`}`), nil, "default")
+			req.Params = []*unstructured.Unstructured{configMapOf(map[string]any{"images": tc.images})}
+			res, err := e.Admit(context.Background(), req)
+			require.NoError(t, err)
+			assert.Equal(t, tc.allowed, res.Allowed(), "%v", res.Denials())
+			if tc.denial != "" {
+				assert.Contains(t, strings.Join(res.Denials(), "\n"), tc.denial)
+			}
+		})
+	}
 }

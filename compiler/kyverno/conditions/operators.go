@@ -48,6 +48,22 @@ func wild(p, s string) string {
 // CEL form does.
 const NotParsedAtAdmission = "admitc does not parse a JSON or range value computed at admission"
 
+// JSONStrings is the CEL test that the string s is a JSON array of
+// strings that hold no escape (a backslash) and no control character, with
+// JSON's white space around its tokens, and the CEL list of its strings:
+// the texts between its quotes. Kyverno's In operators parse such a value
+// (json.Unmarshal into []string) to exactly those strings; other JSON they
+// parse is not read here (ParsedAtAdmission).
+func JSONStrings(s string) (test, strs string) {
+	return s + ".matches(" + quote(jsonStringsRegex) + ")", s + `.split('"').transformList(i, t, i % 2 == 1, t)`
+}
+
+const (
+	jsonSpace        = `[ \t\n\r]*`
+	jsonPlainString  = `"[^"\\\x00-\x1f]*"`
+	jsonStringsRegex = `^` + jsonSpace + `\[` + jsonSpace + `(` + jsonPlainString + jsonSpace + `(,` + jsonSpace + jsonPlainString + jsonSpace + `)*)?\]` + jsonSpace + `$`
+)
+
 // ParsedAtAdmission is the CEL test that the string s is one Kyverno's In
 // operators parse as JSON or as a range rather than take as itself.
 func ParsedAtAdmission(s string) string {
@@ -186,9 +202,11 @@ func in(op, k, v string, raw any) (string, error) {
 	all := strings.HasPrefix(op, "all")
 	match := WildEither
 	// The value list, when the value is a string: statically for a
-	// literal, at run time otherwise (JSON-like text raises an error).
+	// literal, at run time otherwise (a JSON array of plain strings is
+	// parsed; other JSON-like text raises an error).
 	stringList := func(s string) string {
-		return "(" + ParsedAtAdmission(s) + " ? " + raise(NotParsedAtAdmission) + " : dyn([" + s + "]))"
+		isJSON, strs := JSONStrings(s)
+		return "(" + isJSON + " ? dyn(" + strs + ") : " + ParsedAtAdmission(s) + " ? " + raise(NotParsedAtAdmission) + " : dyn([" + s + "]))"
 	}
 	invalid := "null"
 	if lit, ok := raw.(string); ok && !variableRegex.MatchString(lit) {

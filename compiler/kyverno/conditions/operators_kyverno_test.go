@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -148,4 +149,68 @@ func TestInOperatorsAsKyverno(t *testing.T) {
 	t.Logf("1,500 conditions on 20 objects each: %v", counts)
 	require.Greater(t, counts["range true"], 3000)
 	require.Greater(t, counts["range false"], 3000)
+}
+
+// admissionValues are string values an In condition reads at admission (a
+// ConfigMap's): JSON arrays of strings, which Kyverno parses (white space,
+// wildcards, the empty array, an empty string among them), and text that is
+// not, or that admitc does not parse (escapes, numbers, null, objects).
+var admissionValues = []string{
+	`["a","b"]`, ` [ "a" ,"b*" ]` + "\n", `[]`, `[""]`, `["a"]`, `["*"]`, `["a", "a"]`, "[\t\"b\"\r]",
+	`a`, `b*`, `*`, ``, `["a",]`, `[a]`, `["a"`, `["a\"b"]`, `["\u0061"]`, `[1]`, `["a", null]`, `5`, `null`, `{"a": 1}`, `"a"`, `8000-9000`,
+}
+
+// TestInOperatorsOnValuesReadAtAdmissionAsKyverno evaluates AnyIn, AllIn,
+// AnyNotIn and AllNotIn conditions whose key and value both read the
+// object (the value a string, as a ConfigMap's data holds) through
+// Kyverno's variables.Evaluate and through admitc's CEL: the same decision
+// on every pair, a JSON array of plain strings parsed as Kyverno parses
+// it; the values admitc does not parse raise its error, counted.
+func TestInOperatorsOnValuesReadAtAdmissionAsKyverno(t *testing.T) {
+	jp := jmespath.New(config.NewDefaultConfiguration(false))
+	cc := celenv.NewCompiler(celenv.RuntimeVersion())
+	keys := []any{"a", "b", "c", "b*", "", `["a","b"]`, `[]`, 5, []any{}, []any{"a"}, []any{"a", "b"}, []any{"a", "c"}, []any{"bx"}, []any{`["a"]`}, []any{"*"}}
+	counts := map[string]int{}
+	for _, op := range []string{"AnyIn", "AllIn", "AnyNotIn", "AllNotIn"} {
+		c := kyvernov1.Condition{Operator: kyvernov1.ConditionOperator(op)}
+		c.SetKey("{{ request.object.k }}")
+		c.SetValue("{{ request.object.v }}")
+		fresh := 0
+		expr, err := condition(c, Scope{}, &fresh, "any[0]")
+		require.NoError(t, err, op)
+		res := cc.CompileCELExpression(boolExpr(expr), plugincel.OptionalVariableDeclarations{HasAuthorizer: true}, environment.NewExpressions)
+		require.Nil(t, res.Error, "%s: %s", op, expr)
+		for _, v := range admissionValues {
+			for _, k := range keys {
+				obj := map[string]any{"k": k, "v": v}
+				data, err := json.Marshal(obj)
+				require.NoError(t, err)
+				var kyvernoObj, celObj map[string]any
+				require.NoError(t, json.Unmarshal(data, &kyvernoObj))
+				require.NoError(t, json.Unmarshal(data, &celObj))
+				ctx := enginecontext.NewContext(jp)
+				require.NoError(t, ctx.AddResource(kyvernoObj))
+				want, _, wantErr := variables.Evaluate(logr.Discard(), ctx, c)
+				require.NoError(t, wantErr)
+				out, _, gotErr := res.Program.Eval(map[string]any{"object": intsAsInt64(celObj), "oldObject": nil, "request": map[string]any{"operation": "CREATE"}})
+				if gotErr == nil && types.IsError(out) {
+					gotErr = fmt.Errorf("%v", out)
+				}
+				if gotErr != nil && strings.Contains(gotErr.Error(), NotParsedAtAdmission) {
+					counts["admitc does not parse"]++
+					continue
+				}
+				require.NoError(t, gotErr, "%s %q on key %v", op, v, k)
+				require.Equal(t, want, out.Value(), "%s %q on key %v", op, v, k)
+				if isJSON, _ := regexp.MatchString(jsonStringsRegex, v); isJSON {
+					counts["JSON "+fmt.Sprint(want)]++
+				} else {
+					counts[fmt.Sprint(want)]++
+				}
+			}
+		}
+	}
+	t.Logf("%d values, %d keys, 4 operators: %v", len(admissionValues), len(keys), counts)
+	require.Greater(t, counts["JSON true"], 50)
+	require.Greater(t, counts["JSON false"], 50)
 }

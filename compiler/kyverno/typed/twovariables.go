@@ -2,6 +2,7 @@ package typed
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -257,6 +258,10 @@ var nameProbes = []any{"a", "b", "data", "1"}
 // probes hold besides: patterns, and text a pattern escapes.
 var wildcardProbes = []any{"*", "d*", "d?ta", "?", "a.b", "a*b", "(a)", "", "\\", "da\nta"}
 
+// jsonProbes are ConfigMap values Kyverno's In operators parse as JSON
+// arrays of strings (a name, a pattern, none, white space).
+var jsonProbes = []any{`["a"]`, `["b","data"]`, `[]`, ` [ "d*" , "1" ]`, `["*"]`, `[""]`, `["a*b", "(a)"]`}
+
 // listsCondition is an In operator between two lists of strings. Names
 // that can hold no wildcard match only as themselves; other strings (an
 // image, the entries of a ConfigMap value split at commas) match as
@@ -348,9 +353,11 @@ func (t *Translator) listsCondition(c kyvernov1.Condition, roots Roots, names ma
 //
 // Kyverno takes the string as a one-element list, matched against each
 // key as wildcard patterns both ways (one way where the keys are names),
-// unless it reads as JSON or a range, which Kyverno parses at admission
-// and the translation, typed or exact, does not: it raises an error there
-// (conditions.ParsedAtAdmission), before it reads the keys. A ConfigMap
+// unless it reads as JSON or a range, which Kyverno parses at admission.
+// A JSON array of plain strings is parsed here too (conditions.JSONStrings);
+// other JSON and ranges the translation, typed or exact, does not parse:
+// it raises an error there (conditions.ParsedAtAdmission), before it
+// reads the keys. A ConfigMap
 // without data gives null, which decides the operator as Kyverno does.
 func (t *Translator) stringValueCondition(c kyvernov1.Condition, keyVal qval, p *qpath, names map[string]bool) (celbuild.Expr, bool, error) {
 	op := strings.ToLower(string(c.Operator))
@@ -375,24 +382,61 @@ func (t *Translator) stringValueCondition(c kyvernov1.Condition, keyVal qval, p 
 	if keyPlain {
 		match = conditions.Wild("y", "a")
 	}
+	// A JSON array of plain strings is parsed, its strings matched as a
+	// list's (each a pattern of the key); a key that is the JSON text
+	// itself, which Kyverno takes as the value (a list of that one key),
+	// raises admitc's error, where no name can be.
+	isJSON, strs := conditions.JSONStrings("y")
+	matchJSON := conditions.WildEither("a", "s")
+	if keyPlain {
+		matchJSON = conditions.Wild("s", "a")
+	}
+	hitJSON := strs + ".exists(s, " + matchJSON + ")"
+	if !keyPlain {
+		hitJSON = "(a == y ? {}['" + conditions.NotParsedAtAdmission + "'] : " + hitJSON + ")"
+	}
 	pred := inPredicate(op, match)
+	if !p.plain {
+		pred = "(" + isJSON + " ? " + inPredicate(op, hitJSON) + " : " + pred + ")"
+	}
 	null, err := stringValueAgree(exact, pred, keyPlain)
 	if err != nil {
 		return nil, false, err
 	}
-	m, err := t.b.Parse(match)
-	if err != nil {
-		return nil, false, notTyped("%v", err)
-	}
 	value := p.expr(t.b)
-	found := t.b.Substitute(t.b.Substitute(m, "a", keys.value), "y", value)
-	out := inOperator(t.b, op, found, func(body celbuild.Expr) celbuild.Expr { return keys.some(t.b, body) })
+	foundBy := func(match string) (celbuild.Expr, error) {
+		m, err := t.b.Parse(match)
+		if err != nil {
+			return nil, notTyped("%v", err)
+		}
+		return t.b.Substitute(t.b.Substitute(m, "a", keys.value), "y", value), nil
+	}
+	found, err := foundBy(match)
+	if err != nil {
+		return nil, false, err
+	}
+	some := func(body celbuild.Expr) celbuild.Expr { return keys.some(t.b, body) }
+	out := inOperator(t.b, op, found, some)
 	if !p.plain {
+		for _, name := range []string{"i", "t", "s"} {
+			if t.b.Uses(keys.value, name) > 0 || t.b.Uses(value, name) > 0 {
+				return nil, false, notTyped("a JSON value's strings would be named as a variable the key reads (%s)", name)
+			}
+		}
 		parsed, err := t.b.Parse(conditions.ParsedAtAdmission("y"))
 		if err != nil {
 			return nil, false, notTyped("%v", err)
 		}
-		out = t.b.Ternary(t.b.Substitute(parsed, "y", value), t.b.Index(t.b.MapLiteral(), t.b.String(conditions.NotParsedAtAdmission)), out)
+		json, err := t.b.Parse(isJSON)
+		if err != nil {
+			return nil, false, notTyped("%v", err)
+		}
+		foundJSON, err := foundBy(hitJSON)
+		if err != nil {
+			return nil, false, err
+		}
+		out = t.b.Ternary(t.b.Substitute(json, "y", value), inOperator(t.b, op, foundJSON, some),
+			t.b.Ternary(t.b.Substitute(parsed, "y", value), t.b.Index(t.b.MapLiteral(), t.b.String(conditions.NotParsedAtAdmission)), out))
 	}
 	if p.nullableData {
 		out = t.b.Ternary(t.b.Has(p.root, p.keys[0]), out, t.b.Bool(null))
@@ -433,19 +477,25 @@ func stringValueAgreeOnProbes(exact, pred string, keyPlain bool) (bool, error) {
 	names := nameProbes
 	if !keyPlain {
 		names = append(append([]any{}, nameProbes...), wildcardProbes...)
+		keys = append(keys, []any{`["a"]`}, []any{`[]`, "a"})
 	}
 	for _, a := range names {
 		keys = append(keys, []any{a}, []any{a, "data"})
 	}
 	var null *bool
 	for _, x := range keys {
-		for _, y := range append(append([]any{}, nameProbes...), wildcardProbes...) {
+		for _, y := range append(append(append([]any{}, nameProbes...), wildcardProbes...), jsonProbes...) {
 			want, err := ex(x, y)
 			if err != nil {
 				// A value Kyverno parses: the exact form raises.
 				continue
 			}
-			if got, err := ty(x, y); err != nil || got != want {
+			got, err := ty(x, y)
+			if err != nil && strings.Contains(err.Error(), conditions.NotParsedAtAdmission) && slices.Contains(x.([]any), y) {
+				// A key that is the JSON text itself raises.
+				continue
+			}
+			if err != nil || got != want {
 				return false, notTyped("%s decides %v and %q as %v, Kyverno as %v", pred, x, y, got, want)
 			}
 		}
