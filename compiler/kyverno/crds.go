@@ -51,9 +51,25 @@ func EmbeddedCRDs() ([]apiextensionsv1.CustomResourceDefinition, error) {
 // the first time a document of its kind and version is read: a run that
 // reads only ClusterPolicies builds only theirs.
 var crdSchemas struct {
-	mu      sync.Mutex
-	crds    []apiextensionsv1.CustomResourceDefinition
+	mu sync.Mutex
+	// crds are the embedded CRDs, each decoded when a document of its
+	// kind is first read.
+	crds    []json.RawMessage
 	schemas map[schema.GroupVersionKind]*crd.Schema
+}
+
+// embeddedCRDsRaw is the embedded CRDs, undecoded.
+func embeddedCRDsRaw() ([]json.RawMessage, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(crdData))
+	if err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(zr)
+	if err != nil {
+		return nil, err
+	}
+	var crds []json.RawMessage
+	return crds, json.Unmarshal(data, &crds)
 }
 
 // crdSchema is the schema of gvk's version of an embedded CRD; nil when no
@@ -65,16 +81,30 @@ func crdSchema(gvk schema.GroupVersionKind) (*crd.Schema, error) {
 		return s, nil
 	}
 	if crdSchemas.crds == nil {
-		crds, err := EmbeddedCRDs()
+		crds, err := embeddedCRDsRaw()
 		if err != nil {
 			return nil, fmt.Errorf("read Kyverno's CRDs: %w", err)
 		}
 		crdSchemas.crds, crdSchemas.schemas = crds, map[schema.GroupVersionKind]*crd.Schema{}
 	}
-	for i := range crdSchemas.crds {
-		c := &crdSchemas.crds[i]
-		if c.Spec.Group != gvk.Group || c.Spec.Names.Kind != gvk.Kind {
+	for _, raw := range crdSchemas.crds {
+		var names struct {
+			Spec struct {
+				Group string `json:"group"`
+				Names struct {
+					Kind string `json:"kind"`
+				} `json:"names"`
+			} `json:"spec"`
+		}
+		if err := json.Unmarshal(raw, &names); err != nil {
+			return nil, fmt.Errorf("read Kyverno's CRDs: %w", err)
+		}
+		if names.Spec.Group != gvk.Group || names.Spec.Names.Kind != gvk.Kind {
 			continue
+		}
+		c := &apiextensionsv1.CustomResourceDefinition{}
+		if err := json.Unmarshal(raw, c); err != nil {
+			return nil, fmt.Errorf("read Kyverno's CRDs: %w", err)
 		}
 		for _, v := range c.Spec.Versions {
 			if v.Name != gvk.Version {
