@@ -192,8 +192,9 @@ func TestConfigMapDataReadStrictlyKeepsTheExactForm(t *testing.T) {
 // name must match; a container without the field holds no name; a
 // ConfigMap without data gives null (the operator is false); a missing
 // key is Kyverno's error; a JSON array of plain strings is parsed, as
-// Kyverno parses it; other JSON or a range raises admitc's error, as the
-// exact form does.
+// Kyverno parses it, JSON's null holds no names and other JSON scalars are
+// an invalid type (false); JSON arrays of anything else, objects and
+// ranges raise admitc's error, as the exact form does.
 func TestConfigMapStringValueIsTyped(t *testing.T) {
 	body := `    validate:
       failureAction: Enforce
@@ -227,6 +228,9 @@ func TestConfigMapStringValueIsTyped(t *testing.T) {
 		"the key missing: an error": {map[string]any{"other": "x"}, `[{name: a, image: "a:1", imagePullPolicy: Never}]`, false, "no such key"},
 		"a JSON list: parsed":       {map[string]any{"policy": `["Always", "Never"]`}, `[{name: a, image: "a:1", imagePullPolicy: Never}]`, true, ""},
 		"a JSON list of patterns":   {map[string]any{"policy": ` [ "Al*" ]`}, `[{name: a, image: "a:1", imagePullPolicy: Never}]`, false, "imagePullPolicy must be  [ \"Al*\" ]"},
+		"JSON null: no names":       {map[string]any{"policy": `null`}, `[{name: a, image: "a:1", imagePullPolicy: Never}]`, false, "imagePullPolicy must be null"},
+		"a number: invalid":         {map[string]any{"policy": ` 5 `}, `[{name: a, image: "a:1", imagePullPolicy: Never}]`, true, ""},
+		"not JSON: itself":          {map[string]any{"policy": `05`}, `[{name: a, image: "a:1", imagePullPolicy: Never}]`, false, "imagePullPolicy must be 05"},
 		"other JSON: not parsed":    {map[string]any{"policy": `["Never", 1]`}, `[{name: a, image: "a:1", imagePullPolicy: Never}]`, false, "admitc does not parse a JSON or range value computed at admission"},
 		"a range: not parsed":       {map[string]any{"policy": `1-5`}, `[{name: a, image: "a:1", imagePullPolicy: Never}]`, false, "admitc does not parse a JSON or range value computed at admission"},
 	} {

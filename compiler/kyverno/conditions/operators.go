@@ -64,10 +64,32 @@ const (
 	jsonStringsRegex = `^` + jsonSpace + `\[` + jsonSpace + `(` + jsonPlainString + jsonSpace + `(,` + jsonSpace + jsonPlainString + jsonSpace + `)*)?\]` + jsonSpace + `$`
 )
 
-// ParsedAtAdmission is the CEL test that the string s is one Kyverno's In
-// operators parse as JSON or as a range rather than take as itself.
+// JSONNull is the CEL test that the string s is JSON's null, which
+// Kyverno's In operators parse to no strings (json.Unmarshal leaves the
+// list nil).
+func JSONNull(s string) string {
+	return s + ".matches(" + quote(`^`+jsonSpace+`null`+jsonSpace+`$`) + ")"
+}
+
+// JSONNotStrings is the CEL test that the string s is JSON that is no list
+// of strings (a number, true, false, a string): Kyverno's In operators
+// fail to parse it as one, and take the value as of an invalid type.
+func JSONNotStrings(s string) string {
+	return s + ".matches(" + quote(`^`+jsonSpace+`(`+jsonNumber+`|true|false|`+jsonString+`)`+jsonSpace+`$`) + ")"
+}
+
+const (
+	jsonNumber = `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`
+	jsonString = `"([^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"`
+)
+
+// ParsedAtAdmission is the CEL test that the string s may be one Kyverno's
+// In operators parse as JSON or as a range, and JSONStrings, JSONNull and
+// JSONNotStrings do not read: an array or an object (JSON values that
+// start otherwise are numbers, strings, true, false and null, which those
+// read, or not JSON at all), or a range.
 func ParsedAtAdmission(s string) string {
-	return s + ".matches('^\\\\s*([\\\\[{\"]|-?[0-9]|(true|false|null)\\\\s*$)') || " + s + ".matches(" + quote(rangeRegex.String()) + ")"
+	return s + ".matches('^\\\\s*[\\\\[{]') || " + s + ".matches(" + quote(rangeRegex.String()) + ")"
 }
 
 // Wild is wildcard.Match(p, s) for CEL strings p and s.
@@ -206,7 +228,8 @@ func in(op, k, v string, raw any) (string, error) {
 	// parsed; other JSON-like text raises an error).
 	stringList := func(s string) string {
 		isJSON, strs := JSONStrings(s)
-		return "(" + isJSON + " ? dyn(" + strs + ") : " + ParsedAtAdmission(s) + " ? " + raise(NotParsedAtAdmission) + " : dyn([" + s + "]))"
+		return "(" + isJSON + " ? dyn(" + strs + ") : " + JSONNull(s) + " ? dyn([]) : " + JSONNotStrings(s) + " ? null : " +
+			ParsedAtAdmission(s) + " ? " + raise(NotParsedAtAdmission) + " : dyn([" + s + "]))"
 	}
 	invalid := "null"
 	if lit, ok := raw.(string); ok && !variableRegex.MatchString(lit) {
@@ -236,7 +259,13 @@ func in(op, k, v string, raw any) (string, error) {
 	ks := "ks"
 	found := "(" + bind("vl", vs, "vl != null && vl.exists(b, "+match(ks, "b")+")") + ")"
 	if invalid == "null" {
-		found = "(type(" + v + ") == string && " + wild(v, ks) + " || " + bind("vl", vs, "vl != null && (type("+v+") == list ? vl.exists(b, "+match(ks, "b")+") : vl.exists(b, b == "+ks+"))") + ")"
+		hits := "(type(" + v + ") == list ? vl.exists(b, " + match(ks, "b") + ") : vl.exists(b, b == " + ks + "))"
+		found = "(type(" + v + ") == string && " + wild(v, ks) + " || " + bind("vl", vs, "vl != null && "+hits) + ")"
+		if not {
+			// A value Kyverno's JSON parse gives no list of (invalid
+			// type): no key is not in it either.
+			found = "!(!(type(" + v + ") == string && " + wild(v, ks) + ") && " + bind("vl", vs, "vl != null && !"+hits) + ")"
+		}
 	} else if lit, ok := raw.(string); ok {
 		found = "(" + wild(quote(lit), ks) + " || " + vs + ".exists(b, b == " + ks + "))"
 	}

@@ -157,7 +157,11 @@ func TestInOperatorsAsKyverno(t *testing.T) {
 // not, or that admitc does not parse (escapes, numbers, null, objects).
 var admissionValues = []string{
 	`["a","b"]`, ` [ "a" ,"b*" ]` + "\n", `[]`, `[""]`, `["a"]`, `["*"]`, `["a", "a"]`, "[\t\"b\"\r]",
-	`a`, `b*`, `*`, ``, `["a",]`, `[a]`, `["a"`, `["a\"b"]`, `["\u0061"]`, `[1]`, `["a", null]`, `5`, `null`, `{"a": 1}`, `"a"`, `8000-9000`,
+	`a`, `b*`, `*`, ``, `["a",]`, `[a]`, `["a"`, `["a\"b"]`, `["\u0061"]`, `[1]`, `["a", null]`, `{"a": 1}`, `8000-9000`,
+	// JSON that is no list of strings (invalid type), JSON's null (no
+	// strings), and text that only looks like them (itself).
+	`5`, ` 5 `, `-1.5e3`, `0`, `true`, "false\n", `"a"`, `"a\"b"`, `"\u0061"`, `null`, ` null`,
+	`05`, `5a`, `-`, `1.`, `tru`, `nul`, `"a`, `"\x"`, `5*`,
 }
 
 // TestInOperatorsOnValuesReadAtAdmissionAsKyverno evaluates AnyIn, AllIn,
@@ -169,7 +173,7 @@ var admissionValues = []string{
 func TestInOperatorsOnValuesReadAtAdmissionAsKyverno(t *testing.T) {
 	jp := jmespath.New(config.NewDefaultConfiguration(false))
 	cc := celenv.NewCompiler(celenv.RuntimeVersion())
-	keys := []any{"a", "b", "c", "b*", "", `["a","b"]`, `[]`, 5, []any{}, []any{"a"}, []any{"a", "b"}, []any{"a", "c"}, []any{"bx"}, []any{`["a"]`}, []any{"*"}}
+	keys := []any{"a", "b", "c", "b*", "", `["a","b"]`, `[]`, 5, "5", "true", `"a"`, "null", []any{}, []any{"a"}, []any{"a", "b"}, []any{"a", "c"}, []any{"bx"}, []any{`["a"]`}, []any{"*"}, []any{"5"}, []any{"5", "a"}, []any{"true"}}
 	counts := map[string]int{}
 	for _, op := range []string{"AnyIn", "AllIn", "AnyNotIn", "AllNotIn"} {
 		c := kyvernov1.Condition{Operator: kyvernov1.ConditionOperator(op)}
@@ -202,9 +206,12 @@ func TestInOperatorsOnValuesReadAtAdmissionAsKyverno(t *testing.T) {
 				}
 				require.NoError(t, gotErr, "%s %q on key %v", op, v, k)
 				require.Equal(t, want, out.Value(), "%s %q on key %v", op, v, k)
-				if isJSON, _ := regexp.MatchString(jsonStringsRegex, v); isJSON {
+				switch isJSON, _ := regexp.MatchString(jsonStringsRegex, v); {
+				case isJSON:
 					counts["JSON "+fmt.Sprint(want)]++
-				} else {
+				case json.Valid([]byte(v)):
+					counts["other JSON "+fmt.Sprint(want)]++
+				default:
 					counts[fmt.Sprint(want)]++
 				}
 			}
@@ -213,4 +220,6 @@ func TestInOperatorsOnValuesReadAtAdmissionAsKyverno(t *testing.T) {
 	t.Logf("%d values, %d keys, 4 operators: %v", len(admissionValues), len(keys), counts)
 	require.Greater(t, counts["JSON true"], 50)
 	require.Greater(t, counts["JSON false"], 50)
+	require.Greater(t, counts["other JSON false"], 200)
+	require.Greater(t, counts["other JSON true"], 20)
 }

@@ -260,7 +260,8 @@ var wildcardProbes = []any{"*", "d*", "d?ta", "?", "a.b", "a*b", "(a)", "", "\\"
 
 // jsonProbes are ConfigMap values Kyverno's In operators parse as JSON
 // arrays of strings (a name, a pattern, none, white space).
-var jsonProbes = []any{`["a"]`, `["b","data"]`, `[]`, ` [ "d*" , "1" ]`, `["*"]`, `[""]`, `["a*b", "(a)"]`}
+var jsonProbes = []any{`["a"]`, `["b","data"]`, `[]`, ` [ "d*" , "1" ]`, `["*"]`, `[""]`, `["a*b", "(a)"]`,
+	`1`, ` -2.5e1 `, `true`, `null`, `"a"`, `"d\u0061ta"`, `01`, `"a`, `nul`}
 
 // listsCondition is an In operator between two lists of strings. Names
 // that can hold no wildcard match only as themselves; other strings (an
@@ -395,9 +396,19 @@ func (t *Translator) stringValueCondition(c kyvernov1.Condition, keyVal qval, p 
 	if !keyPlain {
 		hitJSON = "(a == y ? {}['" + conditions.NotParsedAtAdmission + "'] : " + hitJSON + ")"
 	}
+	// JSON's null is no strings; other JSON that is no list of strings
+	// (a number, a string) an invalid type: false, where a key that is
+	// the JSON text itself raises admitc's error (Kyverno takes the value
+	// as that key when it is the only one).
+	hitNull := "(a == y ? {}['" + conditions.NotParsedAtAdmission + "'] : false)"
+	invalid := "false"
+	if op == "anyin" || op == "allin" {
+		invalid = "(x.exists(a, a == y) ? {}['" + conditions.NotParsedAtAdmission + "'] : false)"
+	}
 	pred := inPredicate(op, match)
 	if !p.plain {
-		pred = "(" + isJSON + " ? " + inPredicate(op, hitJSON) + " : " + pred + ")"
+		pred = "(" + isJSON + " ? " + inPredicate(op, hitJSON) + " : " + conditions.JSONNull("y") + " ? " + inPredicate(op, hitNull) +
+			" : " + conditions.JSONNotStrings("y") + " ? " + invalid + " : " + pred + ")"
 	}
 	null, err := stringValueAgree(exact, pred, keyPlain)
 	if err != nil {
@@ -435,8 +446,31 @@ func (t *Translator) stringValueCondition(c kyvernov1.Condition, keyVal qval, p 
 		if err != nil {
 			return nil, false, err
 		}
+		isNull, err := foundBy(conditions.JSONNull("y"))
+		if err != nil {
+			return nil, false, err
+		}
+		foundNull, err := foundBy(hitNull)
+		if err != nil {
+			return nil, false, err
+		}
+		notStrings, err := foundBy(conditions.JSONNotStrings("y"))
+		if err != nil {
+			return nil, false, err
+		}
+		raise := t.b.Index(t.b.MapLiteral(), t.b.String(conditions.NotParsedAtAdmission))
+		invalid := t.b.Bool(false)
+		if op == "anyin" || op == "allin" {
+			same, err := foundBy("a == y")
+			if err != nil {
+				return nil, false, err
+			}
+			invalid = t.b.Ternary(some(same), raise, t.b.Bool(false))
+		}
 		out = t.b.Ternary(t.b.Substitute(json, "y", value), inOperator(t.b, op, foundJSON, some),
-			t.b.Ternary(t.b.Substitute(parsed, "y", value), t.b.Index(t.b.MapLiteral(), t.b.String(conditions.NotParsedAtAdmission)), out))
+			t.b.Ternary(isNull, inOperator(t.b, op, foundNull, some),
+				t.b.Ternary(notStrings, invalid,
+					t.b.Ternary(t.b.Substitute(parsed, "y", value), raise, out))))
 	}
 	if p.nullableData {
 		out = t.b.Ternary(t.b.Has(p.root, p.keys[0]), out, t.b.Bool(null))
