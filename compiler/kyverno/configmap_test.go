@@ -100,9 +100,7 @@ const denyRegistries = `    validate:
 // not strings (offline only: the API server keeps them strings) is judged
 // by the exact form.
 func TestConfigMapRulesAreTyped(t *testing.T) {
-	src := contextRule("    - {name: cm, configMap: {name: c, namespace: n}}\n", denyRegistries)
-	set, diags := compiler.Compile([]compiler.Source{{Name: "p.yaml", Data: []byte(src)}}, compiler.Options{})
-	require.Empty(t, diags)
+	set := compileConfigMapRule(t, denyRegistries)
 	require.Empty(t, set.Skipped)
 	p := set.Policies[0]
 	require.NotNil(t, p.Dynamic, "the rule is typed, its exact form kept as its Dynamic form")
@@ -161,9 +159,7 @@ func TestConfigMapDataReadStrictlyKeepsTheExactForm(t *testing.T) {
           any:
           - {key: "{{ cm.data.mode }}", operator: Equals, value: locked}
 `
-	src := contextRule("    - {name: cm, configMap: {name: c, namespace: n}}\n", body)
-	set, diags := compiler.Compile([]compiler.Source{{Name: "p.yaml", Data: []byte(src)}}, compiler.Options{})
-	require.Empty(t, diags)
+	set := compileConfigMapRule(t, body)
 	p := set.Policies[0]
 	require.Nil(t, p.Dynamic, "the exact form is the policy")
 	e, err := runtime.NewEngine(set)
@@ -206,9 +202,7 @@ func TestConfigMapStringValueIsTyped(t *testing.T) {
             operator: AnyNotIn
             value: "{{ cm.data.policy }}"
 `
-	src := contextRule("    - {name: cm, configMap: {name: c, namespace: n}}\n", body)
-	set, diags := compiler.Compile([]compiler.Source{{Name: "p.yaml", Data: []byte(src)}}, compiler.Options{})
-	require.Empty(t, diags)
+	set := compileConfigMapRule(t, body)
 	p := set.Policies[0]
 	require.NotNil(t, p.Dynamic, "the rule is typed")
 	assert.Contains(t, p.Validations[0].Expression, `containers.exists(container, has(container.imagePullPolicy) && !`)
@@ -235,16 +229,33 @@ func TestConfigMapStringValueIsTyped(t *testing.T) {
 		"a range: not parsed":       {map[string]any{"policy": `1-5`}, `[{name: a, image: "a:1", imagePullPolicy: Never}]`, false, "admitc does not parse a JSON or range value computed at admission"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			cm := configMapOf(tc.data)
-			req := runtime.RequestFor(pod(t, `{containers: `+tc.containers+`}`), nil, "default")
-			req.Params = []*unstructured.Unstructured{cm}
-			res, err := e.Admit(context.Background(), req)
-			require.NoError(t, err)
-			assert.Equal(t, tc.allowed, res.Allowed(), "%v", res.Denials())
-			if tc.denial != "" {
-				assert.Contains(t, strings.Join(res.Denials(), "\n"), tc.denial)
-			}
+			assertPodDecision(t, e, tc.containers, tc.data, tc.allowed, tc.denial)
 		})
+	}
+}
+
+// compileConfigMapRule compiles a ClusterPolicy whose rule, body, reads
+// the ConfigMap n/c as cm.
+func compileConfigMapRule(t *testing.T, body string) *ir.PolicySet {
+	t.Helper()
+	src := contextRule("    - {name: cm, configMap: {name: c, namespace: n}}\n", body)
+	set, diags := compiler.Compile([]compiler.Source{{Name: "p.yaml", Data: []byte(src)}}, compiler.Options{})
+	require.Empty(t, diags)
+	return set
+}
+
+// assertPodDecision admits a Pod of the containers (YAML flow) with the
+// ConfigMap n/c holding data as params: allowed or not, and a denial
+// holding denial when it is set.
+func assertPodDecision(t *testing.T, e *runtime.Engine, containers string, data map[string]any, allowed bool, denial string) {
+	t.Helper()
+	req := runtime.RequestFor(pod(t, `{containers: `+containers+`}`), nil, "default")
+	req.Params = []*unstructured.Unstructured{configMapOf(data)}
+	res, err := e.Admit(context.Background(), req)
+	require.NoError(t, err)
+	assert.Equal(t, allowed, res.Allowed(), "%v", res.Denials())
+	if denial != "" {
+		assert.Contains(t, strings.Join(res.Denials(), "\n"), denial)
 	}
 }
 
@@ -275,9 +286,7 @@ func TestConfigMapJSONValueMatchesImages(t *testing.T) {
             operator: AnyNotIn
             value: "{{ cm.data.images }}"
 `
-	src := contextRule("    - {name: cm, configMap: {name: c, namespace: n}}\n", body)
-	set, diags := compiler.Compile([]compiler.Source{{Name: "p.yaml", Data: []byte(src)}}, compiler.Options{})
-	require.Empty(t, diags)
+	set := compileConfigMapRule(t, body)
 	require.NotNil(t, set.Policies[0].Dynamic, "the rule is typed")
 	e, err := runtime.NewEngine(set)
 	require.NoError(t, err)
@@ -294,14 +303,7 @@ func TestConfigMapJSONValueMatchesImages(t *testing.T) {
 		"not JSON: one pattern":         {`ghcr.io/*`, `[{name: a, image: "ghcr.io/a:1"}]`, true, ""},
 	} {
 		t.Run(name, func(t *testing.T) {
-			req := runtime.RequestFor(pod(t, `{containers: `+tc.containers+`}`), nil, "default")
-			req.Params = []*unstructured.Unstructured{configMapOf(map[string]any{"images": tc.images})}
-			res, err := e.Admit(context.Background(), req)
-			require.NoError(t, err)
-			assert.Equal(t, tc.allowed, res.Allowed(), "%v", res.Denials())
-			if tc.denial != "" {
-				assert.Contains(t, strings.Join(res.Denials(), "\n"), tc.denial)
-			}
+			assertPodDecision(t, e, tc.containers, map[string]any{"images": tc.images}, tc.allowed, tc.denial)
 		})
 	}
 }

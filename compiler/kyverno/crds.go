@@ -35,16 +35,21 @@ var crdData []byte
 
 // EmbeddedCRDs returns the CRDs of CRDFiles that admitc carries, in order.
 func EmbeddedCRDs() ([]apiextensionsv1.CustomResourceDefinition, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(crdData))
-	if err != nil {
-		return nil, err
-	}
-	data, err := io.ReadAll(zr)
+	data, err := crdJSON()
 	if err != nil {
 		return nil, err
 	}
 	var crds []apiextensionsv1.CustomResourceDefinition
 	return crds, json.Unmarshal(data, &crds)
+}
+
+// crdJSON is the JSON list of the embedded CRDs.
+func crdJSON() ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(crdData))
+	if err != nil {
+		return nil, err
+	}
+	return io.ReadAll(zr)
 }
 
 // crdSchemas holds the schemas of the embedded CRDs' versions, each built
@@ -60,11 +65,7 @@ var crdSchemas struct {
 
 // embeddedCRDsRaw is the embedded CRDs, undecoded.
 func embeddedCRDsRaw() ([]json.RawMessage, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(crdData))
-	if err != nil {
-		return nil, err
-	}
-	data, err := io.ReadAll(zr)
+	data, err := crdJSON()
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,9 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr"
+	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
 	kyvernov1 "github.com/kyverno/kyverno/api/kyverno/v1"
 	"github.com/kyverno/kyverno/pkg/config"
 	enginecontext "github.com/kyverno/kyverno/pkg/engine/context"
@@ -121,19 +123,7 @@ func TestInOperatorsAsKyverno(t *testing.T) {
 		require.Nil(t, res.Error, "%s %v: %s", op, value, expr)
 		for i := 0; i < 20; i++ {
 			obj := map[string]any{"k": inOperatorKey(rng, 0)}
-			data, err := json.Marshal(obj)
-			require.NoError(t, err)
-			var kyvernoObj, celObj map[string]any
-			require.NoError(t, json.Unmarshal(data, &kyvernoObj))
-			require.NoError(t, json.Unmarshal(data, &celObj))
-			ctx := enginecontext.NewContext(jp)
-			require.NoError(t, ctx.AddResource(kyvernoObj))
-			want, _, wantErr := variables.Evaluate(logr.Discard(), ctx, c)
-			require.NoError(t, wantErr)
-			out, _, gotErr := res.Program.Eval(map[string]any{"object": intsAsInt64(celObj), "oldObject": nil, "request": map[string]any{"operation": "CREATE"}})
-			if gotErr == nil && types.IsError(out) {
-				gotErr = fmt.Errorf("%v", out)
-			}
+			want, out, data, gotErr := evaluateBoth(t, jp, c, res.Program, obj)
 			if gotErr != nil && strings.Contains(gotErr.Error(), "admitc does not") {
 				counts["admitc refuses at evaluation"]++
 				continue
@@ -186,20 +176,7 @@ func TestInOperatorsOnValuesReadAtAdmissionAsKyverno(t *testing.T) {
 		require.Nil(t, res.Error, "%s: %s", op, expr)
 		for _, v := range admissionValues {
 			for _, k := range keys {
-				obj := map[string]any{"k": k, "v": v}
-				data, err := json.Marshal(obj)
-				require.NoError(t, err)
-				var kyvernoObj, celObj map[string]any
-				require.NoError(t, json.Unmarshal(data, &kyvernoObj))
-				require.NoError(t, json.Unmarshal(data, &celObj))
-				ctx := enginecontext.NewContext(jp)
-				require.NoError(t, ctx.AddResource(kyvernoObj))
-				want, _, wantErr := variables.Evaluate(logr.Discard(), ctx, c)
-				require.NoError(t, wantErr)
-				out, _, gotErr := res.Program.Eval(map[string]any{"object": intsAsInt64(celObj), "oldObject": nil, "request": map[string]any{"operation": "CREATE"}})
-				if gotErr == nil && types.IsError(out) {
-					gotErr = fmt.Errorf("%v", out)
-				}
+				want, out, _, gotErr := evaluateBoth(t, jp, c, res.Program, map[string]any{"k": k, "v": v})
 				if gotErr != nil && strings.Contains(gotErr.Error(), NotParsedAtAdmission) {
 					counts["admitc does not parse"]++
 					continue
@@ -222,4 +199,26 @@ func TestInOperatorsOnValuesReadAtAdmissionAsKyverno(t *testing.T) {
 	require.Greater(t, counts["JSON false"], 50)
 	require.Greater(t, counts["other JSON false"], 200)
 	require.Greater(t, counts["other JSON true"], 20)
+}
+
+// evaluateBoth evaluates the condition c on obj (as the request's object)
+// through Kyverno's variables.Evaluate and through prg, the condition's
+// CEL: Kyverno's decision, admitc's value, obj's JSON and admitc's error
+// (a CEL error value included).
+func evaluateBoth(t *testing.T, jp jmespath.Interface, c kyvernov1.Condition, prg cel.Program, obj map[string]any) (bool, ref.Val, []byte, error) {
+	t.Helper()
+	data, err := json.Marshal(obj)
+	require.NoError(t, err)
+	var kyvernoObj, celObj map[string]any
+	require.NoError(t, json.Unmarshal(data, &kyvernoObj))
+	require.NoError(t, json.Unmarshal(data, &celObj))
+	ctx := enginecontext.NewContext(jp)
+	require.NoError(t, ctx.AddResource(kyvernoObj))
+	want, _, wantErr := variables.Evaluate(logr.Discard(), ctx, c)
+	require.NoError(t, wantErr)
+	out, _, gotErr := prg.Eval(map[string]any{"object": intsAsInt64(celObj), "oldObject": nil, "request": map[string]any{"operation": "CREATE"}})
+	if gotErr == nil && types.IsError(out) {
+		gotErr = fmt.Errorf("%v", out)
+	}
+	return want, out, data, gotErr
 }
