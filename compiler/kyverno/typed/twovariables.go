@@ -258,8 +258,9 @@ var nameProbes = []any{"a", "b", "data", "1"}
 // probes hold besides: patterns, and text a pattern escapes.
 var wildcardProbes = []any{"*", "d*", "d?ta", "?", "a.b", "a*b", "(a)", "", "\\", "da\nta"}
 
-// jsonProbes are ConfigMap values Kyverno's In operators parse as JSON
-// arrays of strings (a name, a pattern, none, white space).
+// jsonProbes are ConfigMap values Kyverno's In operators parse as JSON:
+// arrays of strings (a name, a pattern, none, white space), scalars, and
+// text that only starts like them.
 var jsonProbes = []any{`["a"]`, `["b","data"]`, `[]`, ` [ "d*" , "1" ]`, `["*"]`, `[""]`, `["a*b", "(a)"]`,
 	`1`, ` -2.5e1 `, `true`, `null`, `"a"`, `"d\u0061ta"`, `01`, `"a`, `nul`}
 
@@ -355,10 +356,10 @@ func (t *Translator) listsCondition(c kyvernov1.Condition, roots Roots, names ma
 // Kyverno takes the string as a one-element list, matched against each
 // key as wildcard patterns both ways (one way where the keys are names),
 // unless it reads as JSON or a range, which Kyverno parses at admission.
-// A JSON array of plain strings is parsed here too (conditions.JSONStrings);
-// other JSON and ranges the translation, typed or exact, does not parse:
-// it raises an error there (conditions.ParsedAtAdmission), before it
-// reads the keys. A ConfigMap
+// JSON scalars and arrays of plain strings are read here as Kyverno reads
+// them; other JSON (arrays of anything else, objects) and ranges the
+// translation, typed or exact, does not parse: it raises an error there
+// (conditions.ParsedAtAdmission), before it reads the keys. A ConfigMap
 // without data gives null, which decides the operator as Kyverno does.
 func (t *Translator) stringValueCondition(c kyvernov1.Condition, keyVal qval, p *qpath, names map[string]bool) (celbuild.Expr, bool, error) {
 	op := strings.ToLower(string(c.Operator))
@@ -383,10 +384,12 @@ func (t *Translator) stringValueCondition(c kyvernov1.Condition, keyVal qval, p 
 	if keyPlain {
 		match = conditions.Wild("y", "a")
 	}
-	// A JSON array of plain strings is parsed, its strings matched as a
-	// list's (each a pattern of the key); a key that is the JSON text
-	// itself, which Kyverno takes as the value (a list of that one key),
-	// raises admitc's error, where no name can be.
+	// Text Kyverno parses as JSON (conditions.JSONStrings, JSONNull,
+	// JSONNotStrings): an array of plain strings is matched as a list's
+	// strings; null holds none; a number or a string is an invalid type,
+	// false. A key that is the JSON text itself raises admitc's error:
+	// Kyverno then takes the value as that key when it is the only one.
+	raise := "{}['" + conditions.NotParsedAtAdmission + "']"
 	isJSON, strs := conditions.JSONStrings("y")
 	matchJSON := conditions.WildEither("a", "s")
 	if keyPlain {
@@ -394,16 +397,12 @@ func (t *Translator) stringValueCondition(c kyvernov1.Condition, keyVal qval, p 
 	}
 	hitJSON := strs + ".exists(s, " + matchJSON + ")"
 	if !keyPlain {
-		hitJSON = "(a == y ? {}['" + conditions.NotParsedAtAdmission + "'] : " + hitJSON + ")"
+		hitJSON = "(a == y ? " + raise + " : " + hitJSON + ")"
 	}
-	// JSON's null is no strings; other JSON that is no list of strings
-	// (a number, a string) an invalid type: false, where a key that is
-	// the JSON text itself raises admitc's error (Kyverno takes the value
-	// as that key when it is the only one).
-	hitNull := "(a == y ? {}['" + conditions.NotParsedAtAdmission + "'] : false)"
+	hitNull := "(a == y ? " + raise + " : false)"
 	invalid := "false"
 	if op == "anyin" || op == "allin" {
-		invalid = "(x.exists(a, a == y) ? {}['" + conditions.NotParsedAtAdmission + "'] : false)"
+		invalid = "(x.exists(a, a == y) ? " + raise + " : false)"
 	}
 	pred := inPredicate(op, match)
 	if !p.plain {
@@ -434,43 +433,23 @@ func (t *Translator) stringValueCondition(c kyvernov1.Condition, keyVal qval, p 
 				return nil, false, notTyped("a JSON value's strings would be named as a variable the key reads (%s)", name)
 			}
 		}
-		parsed, err := t.b.Parse(conditions.ParsedAtAdmission("y"))
-		if err != nil {
-			return nil, false, notTyped("%v", err)
-		}
-		json, err := t.b.Parse(isJSON)
-		if err != nil {
-			return nil, false, notTyped("%v", err)
-		}
-		foundJSON, err := foundBy(hitJSON)
-		if err != nil {
-			return nil, false, err
-		}
-		isNull, err := foundBy(conditions.JSONNull("y"))
-		if err != nil {
-			return nil, false, err
-		}
-		foundNull, err := foundBy(hitNull)
-		if err != nil {
-			return nil, false, err
-		}
-		notStrings, err := foundBy(conditions.JSONNotStrings("y"))
-		if err != nil {
-			return nil, false, err
-		}
-		raise := t.b.Index(t.b.MapLiteral(), t.b.String(conditions.NotParsedAtAdmission))
-		invalid := t.b.Bool(false)
-		if op == "anyin" || op == "allin" {
-			same, err := foundBy("a == y")
+		var parts []celbuild.Expr
+		for _, text := range []string{isJSON, hitJSON, conditions.JSONNull("y"), hitNull, conditions.JSONNotStrings("y"), "a == y", conditions.ParsedAtAdmission("y"), raise} {
+			e, err := foundBy(text)
 			if err != nil {
 				return nil, false, err
 			}
+			parts = append(parts, e)
+		}
+		isJSON, foundJSON, isNull, foundNull, notStrings, same, parsed, raise := parts[0], parts[1], parts[2], parts[3], parts[4], parts[5], parts[6], parts[7]
+		invalid := t.b.Bool(false)
+		if op == "anyin" || op == "allin" {
 			invalid = t.b.Ternary(some(same), raise, t.b.Bool(false))
 		}
-		out = t.b.Ternary(t.b.Substitute(json, "y", value), inOperator(t.b, op, foundJSON, some),
+		out = t.b.Ternary(isJSON, inOperator(t.b, op, foundJSON, some),
 			t.b.Ternary(isNull, inOperator(t.b, op, foundNull, some),
 				t.b.Ternary(notStrings, invalid,
-					t.b.Ternary(t.b.Substitute(parsed, "y", value), raise, out))))
+					t.b.Ternary(parsed, raise, out))))
 	}
 	if p.nullableData {
 		out = t.b.Ternary(t.b.Has(p.root, p.keys[0]), out, t.b.Bool(null))
