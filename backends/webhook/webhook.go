@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -173,6 +174,42 @@ func rules(policies []*ir.Policy, w backends.WebhookOptions) []admissionregistra
 		if p.Imported() {
 			for _, r := range apiconv.Rules(p.MatchConstraints.ResourceRules) {
 				out = append(out, r.RuleWithOperations)
+			}
+		}
+	}
+	return mergedRules(out)
+}
+
+// mergedRules are rules with the rules that differ only in their resources
+// written as one, in the order each first appears, resources in order and
+// each once: the same requests match (a rule matches the product of its
+// groups, versions, resources and operations), and policies that match the
+// same kind (a ClusterPolicy's rules) name it once.
+func mergedRules(rules []admissionregistrationv1.RuleWithOperations) []admissionregistrationv1.RuleWithOperations {
+	var out []admissionregistrationv1.RuleWithOperations
+	at := map[string]int{}
+	for _, r := range rules {
+		scope := ""
+		if r.Scope != nil {
+			scope = string(*r.Scope)
+		}
+		ops := make([]string, len(r.Operations))
+		for i, o := range r.Operations {
+			ops[i] = string(o)
+		}
+		key := strings.Join([]string{strings.Join(r.APIGroups, ","), strings.Join(r.APIVersions, ","), strings.Join(ops, ","), scope}, "\x00")
+		i, ok := at[key]
+		if !ok {
+			i = len(out)
+			at[key] = i
+			resources := r.Resources
+			r.Resources = nil
+			out = append(out, r)
+			r.Resources = resources
+		}
+		for _, res := range r.Resources {
+			if !slices.Contains(out[i].Resources, res) {
+				out[i].Resources = append(out[i].Resources, res)
 			}
 		}
 	}
