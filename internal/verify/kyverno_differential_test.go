@@ -116,6 +116,24 @@ func TestWholeRuleHarnessReportsAPlantedDifference(t *testing.T) {
 	assert.Contains(t, st.reports[0], "\n  admitc:  pass: \n  object: {\"apiVersion\":\"v1\",\"kind\":\"Pod\"")
 }
 
+// The harness compares a failed pattern rule's message: Kyverno's engine
+// runs disallow-latest-tag with another message on its first rule, which
+// decides as before.
+func TestWholeRuleHarnessReportsAPlantedMessageDifference(t *testing.T) {
+	cfg := diffConfig{engine: newKyvernoEngine(), count: 10, seed: 1, plant: func(p *kyvernov1.ClusterPolicy) {
+		require.Equal(t, "An image tag is required.", p.Spec.Rules[0].Validation.Message)
+		p.Spec.Rules[0].Validation.Message = "An image tag is needed."
+	}}
+	st := newDiffStats()
+	diffFixture(t, cfg, "../../examples/kyverno-pattern/disallow-latest-tag/.kyverno-test/kyverno-test.yaml", st)
+	require.NotEmpty(t, st.reports)
+	assert.Greater(t, st.disagreed["disallow-latest-tag message of rule require-image-tag"], 5)
+	assert.Zero(t, st.disagreed["disallow-latest-tag rule require-image-tag"], "the outcomes agree")
+	assert.Zero(t, st.disagreed["disallow-latest-tag message of rule validate-image-tag"])
+	assert.Contains(t, st.reports[0], "message of rule require-image-tag")
+	assert.Contains(t, st.reports[0], "kyverno: fail: validation error: An image tag is needed. rule require-image-tag failed at path /spec/containers/")
+}
+
 // The harness sees inside foreach rules: Kyverno's engine runs
 // disallow-latest-tag-foreach with ':1.25' denied instead of ':latest'.
 func TestWholeRuleHarnessReportsAPlantedForEachDifference(t *testing.T) {
