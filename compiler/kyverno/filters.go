@@ -496,7 +496,7 @@ func exclusionRules(resources []apiresources.Resource, version string, subs []st
 // CEL for the request as Kyverno's resource filters read it.
 const (
 	celRequestNamespace = `request.?namespace.orValue("")`
-	celRequestName      = `(has(request.name) ? request.name : "")`
+	celRequestName      = `request.?name.orValue("")`
 )
 
 // resourceFilterCEL is true when Kyverno's ToFilter filters the request: its
@@ -554,7 +554,6 @@ func requesterCEL(groups, usernames []string) string {
 	for _, u := range usernames {
 		parts = append(parts, glob(u, celUsername))
 	}
-	const requesterGroups = "request.userInfo.?groups.orValue([])"
 	var literal, wild []string
 	for _, g := range groups {
 		if hasWildcard(g) {
@@ -565,7 +564,7 @@ func requesterCEL(groups, usernames []string) string {
 	}
 	switch {
 	case len(literal) == 1 && len(wild) == 0:
-		parts = append(parts, literal[0]+" in "+requesterGroups)
+		parts = append(parts, literal[0]+" in "+celGroups)
 	case len(literal)+len(wild) > 0:
 		var in []string
 		switch len(literal) {
@@ -575,7 +574,7 @@ func requesterCEL(groups, usernames []string) string {
 		default:
 			in = append(in, "g in ["+strings.Join(literal, ", ")+"]")
 		}
-		parts = append(parts, requesterGroups+".exists(g, "+strings.Join(append(in, wild...), " || ")+")")
+		parts = append(parts, celGroups+".exists(g, "+strings.Join(append(in, wild...), " || ")+")")
 	}
 	return strings.Join(parts, " || ")
 }

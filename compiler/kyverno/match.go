@@ -27,7 +27,7 @@ import (
 const (
 	celMeta      = `(object != null ? object : oldObject).metadata`
 	celName      = `(has(` + celMeta + `.name) && ` + celMeta + `.name != "" ? ` + celMeta + `.name : has(` + celMeta + `.generateName) ? ` + celMeta + `.generateName : "")`
-	celNamespace = `(request.kind.kind == "Namespace" ? ` + celMeta + `.?name.orValue("") : request.?namespace.orValue(""))`
+	celNamespace = `(request.kind.kind == "Namespace" ? ` + celMeta + `.?name.orValue("") : ` + celRequestNamespace + `)`
 	celSubres    = `request.?subResource.orValue("")`
 	celUsername  = `request.userInfo.?username.orValue("")`
 	celGroups    = `request.userInfo.?groups.orValue([])`
@@ -328,7 +328,7 @@ func namespaceSelectorCEL(s *metav1.LabelSelector) string {
 	out := `request.kind.kind != "Namespace"`
 	sel, err := metav1.LabelSelectorAsSelector(s)
 	if err == nil && !sel.Matches(labels.Set{}) {
-		out += ` && request.?namespace.orValue("") != ""`
+		out += ` && ` + celRequestNamespace + ` != ""`
 	}
 	return out
 }

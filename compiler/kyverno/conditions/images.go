@@ -118,12 +118,22 @@ func imageEntry(c, ptr string) string {
 		"'image' in " + c + " && type(" + c + ".image) == string && " + c + ".image.trim() != '' ? [[" + c + ".name, " + c + ".image, dyn(" + ptr + " + '/image')]] : [])"
 }
 
+// ReferenceKnownDigest is distribution's reference grammar with its
+// digest narrowed to the digests Kyverno knows (go-digest's Validate: an
+// algorithm it has, the encoded form of its length, lower-case hex).
+var ReferenceKnownDigest = func() string {
+	grammar, digest := reference.ReferenceRegexp.String(), reference.DigestRegexp.String()
+	if strings.Count(grammar, digest) != 1 {
+		panic("distribution's reference grammar no longer holds its digest grammar once")
+	}
+	return strings.Replace(grammar, digest, `sha256:[a-f0-9]{64}|sha384:[a-f0-9]{96}|sha512:[a-f0-9]{128}`, 1)
+}()
+
 // imageInfo is GetImageInfo of the image reference img as Kyverno's
 // default configuration computes it, with the jsonPointer ptr, or
 // imageError when distribution's reference.Parse refuses the reference.
 func imageInfo(img, ptr string) string {
 	domain := quote("^(?:" + reference.DomainRegexp.String() + ")$")
-	digest := quote(`^(?:sha256:[a-f0-9]{64}|sha384:[a-f0-9]{96}|sha512:[a-f0-9]{128})$`)
 	// addDefaultRegistry: docker.io/ unless the first component looks
 	// like a registry (a dot, a colon, localhost, an upper-case letter).
 	full := bind("img_i", img, "(img_i.indexOf('/') == -1 || "+
@@ -142,9 +152,9 @@ func imageInfo(img, ptr string) string {
 		bind("img_nt", "img_full.indexOf('@') >= 0 ? img_full.substring(0, img_full.indexOf('@')) : img_full",
 			bind("img_c", "img_nt.lastIndexOf(':') > img_nt.lastIndexOf('/') ? img_nt.lastIndexOf(':') : -1",
 				bind("img_nm", "img_c >= 0 ? img_nt.substring(0, img_c) : img_nt",
-					"(img_d != '' && !img_d.matches("+digest+") ? "+imageError+" : "+
+					"("+
 						bind("img_r0", "img_nm.substring(0, img_nm.indexOf('/')).matches("+domain+") ? img_nm.substring(0, img_nm.indexOf('/')) : ''",
 							bind("img_p0", "img_r0 != '' ? img_nm.substring(size(img_r0) + 1) : img_nm",
 								"(size(img_p0) > 255 ? "+imageError+" : "+bind("img_tg", "img_c >= 0 ? img_nt.substring(img_c + 1) : img_d == '' ? 'latest' : ''", underscore)+")"))+")"))))
-	return bind("img_full", full, "(!img_full.matches("+quote(reference.ReferenceRegexp.String())+") ? "+imageError+" : dyn("+parsed+"))")
+	return bind("img_full", full, "(!img_full.matches("+quote(ReferenceKnownDigest)+") ? "+imageError+" : dyn("+parsed+"))")
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/distribution/reference"
 	gojmespath "github.com/kyverno/go-jmespath"
 
+	"github.com/admitc/admitc/compiler/kyverno/conditions"
 	"github.com/admitc/admitc/internal/celbuild"
 	"github.com/admitc/admitc/internal/celenv"
 	"github.com/admitc/admitc/internal/kubeschema"
@@ -86,20 +87,9 @@ func imageParses() string {
 	// The name without its tag, and the registry's share of it.
 	name := nt + `.lastIndexOf(':') > ` + nt + `.lastIndexOf('/') ? ` + nt + `.substring(0, ` + nt + `.lastIndexOf(':')) : ` + nt
 	registry := `x.matches('` + registryLike + `') && ` + first + `.matches(` + celenv.Quote(domain) + `) ? size(` + first + `) + 1 : 0`
-	return `x.matches(` + celenv.Quote(referenceKnownDigest) + `) && ` +
+	return `x.matches(` + celenv.Quote(conditions.ReferenceKnownDigest) + `) && ` +
 		`(size(` + nt + `) <= 255 || size(` + name + `) - (` + registry + `) <= 255)`
 }
-
-// referenceKnownDigest is distribution's reference grammar with its
-// digest narrowed to the digests Kyverno knows (go-digest's Validate: an
-// algorithm it has, the encoded form of its length, lower-case hex).
-var referenceKnownDigest = func() string {
-	grammar, digest := reference.ReferenceRegexp.String(), reference.DigestRegexp.String()
-	if strings.Count(grammar, digest) != 1 {
-		panic("distribution's reference grammar no longer holds its digest grammar once")
-	}
-	return strings.Replace(grammar, digest, `sha256:[a-f0-9]{64}|sha384:[a-f0-9]{96}|sha512:[a-f0-9]{128}`, 1)
-}()
 
 // ImagesVariables are ImagesVariable's and ImagesParseVariable's
 // expressions: the non-blank references of the pod spec's three lists,
