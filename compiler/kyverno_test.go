@@ -48,7 +48,8 @@ spec:
     validate:
       pattern:
         spec:
-          hostname: "{{ request.object.metadata.name }}"
+          nodeSelector:
+            "{{ request.object.metadata.name }}": "?*"
 `
 
 func names(set *ir.PolicySet) []string {
@@ -64,7 +65,7 @@ func TestKyvernoRefusalsAreErrorsUnlessKeepGoing(t *testing.T) {
 	_, diags := Compile([]Source{src}, Options{})
 	require.Len(t, diags, 2)
 	assert.Equal(t, `pss.yaml:24:7: spec.rules[1].context[0]: context.apiCall: Kyverno loads this context entry from outside the admission request (the API server, an image registry or its global context); an admission policy cannot load it: keep this rule under Kyverno (ClusterPolicy "pss" rule "from-api"); admitc compile --keep-going emits the rest`, diags[0].String())
-	assert.Equal(t, `pss.yaml:39:21: spec.rules[2].validate.pattern.spec.hostname: validate.pattern construct: variables {{ }} in pattern values are not translated; rewrite the pattern without it (or the check as validate.cel), or keep this rule under Kyverno (ClusterPolicy "pss" rule "pattern"); admitc compile --keep-going emits the rest`, diags[1].String())
+	assert.Equal(t, `pss.yaml:40:13: spec.rules[2].validate.pattern.spec.nodeSelector: validate.pattern construct: variables in pattern keys are not translated; rewrite the pattern without it (or the check as validate.cel), or keep this rule under Kyverno (ClusterPolicy "pss" rule "pattern"); admitc compile --keep-going emits the rest`, diags[1].String())
 
 	set, diags := Compile([]Source{src}, Options{KeepGoing: true})
 	require.Empty(t, diags)

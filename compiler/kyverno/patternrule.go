@@ -40,7 +40,7 @@ const (
 func (r *reader) patternRule(pol *ir.Policy, c computedRule, path string, m loweredMatch, enforce bool) *refusal {
 	v := c.rule.Validation
 	vp := path + ".validate"
-	e, err := translatePattern(v, "object")
+	e, err := translatePattern(v, "object", r.patternValues())
 	if err != nil {
 		return r.patternRefusal(vp, err, c.autogenOf != "")
 	}
@@ -48,7 +48,9 @@ func (r *reader) patternRule(pol *ir.Policy, c computedRule, path string, m lowe
 	outcome := e.Outcome(ref)
 	pol.Variables = append(pol.Variables, ir.NamedExpression{Name: PatternVariable, Expression: e.Result, Origin: r.origin(vp + patternField(v))})
 	if enforce && c.rule.HasValidateAllowExistingViolations() {
-		before, _ := translatePattern(v, "oldObject")
+		// Kyverno matches the old object against the pattern it has
+		// substituted for the request: its values read object, not oldObject.
+		before, _ := translatePattern(v, "oldObject", r.patternValues())
 		when := existingViolationGuard(m)
 		pol.Variables = append(pol.Variables, ir.NamedExpression{Name: PatternBeforeVariable, Expression: when + " ? (" + before.Result + ") : 'pass'", Origin: r.origin(vp + patternField(v))})
 		outcome = ref + ".startsWith('fail') && variables." + PatternBeforeVariable + ".startsWith('fail') ? 'skip' : " + outcome
@@ -106,13 +108,21 @@ func existingViolationGuard(m loweredMatch) string {
 	return when
 }
 
-// translatePattern translates the rule's pattern or anyPattern over root.
-func translatePattern(v *kyvernov1.Validation, root string) (pattern.Expr, error) {
+// translatePattern translates the rule's pattern or anyPattern over root,
+// its {{ }} values read by resolve.
+func translatePattern(v *kyvernov1.Validation, root string, resolve pattern.Resolve) (pattern.Expr, error) {
 	if p := v.GetPattern(); p != nil {
-		return pattern.Translate(p, root)
+		return pattern.TranslateWith(p, root, resolve)
 	}
 	ps, _ := v.GetAnyPattern().([]any)
-	return pattern.TranslateAny(ps, root)
+	return pattern.TranslateAnyWith(ps, root, resolve)
+}
+
+// patternValues reads a rule-level pattern's {{ }} values as Kyverno
+// substitutes them, from the request and the rule's context.
+func (r *reader) patternValues() pattern.Resolve {
+	s, fresh := r.validationScope(conditions.Scope{}), 0
+	return func(text string) (string, error) { return conditions.Value(text, s, &fresh) }
 }
 
 func patternField(v *kyvernov1.Validation) string {

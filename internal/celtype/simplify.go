@@ -3,6 +3,7 @@ package celtype
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/google/cel-go/common"
 	"github.com/google/cel-go/common/ast"
@@ -680,6 +681,13 @@ func isOperation(e ast.Expr) bool {
 	return !s.IsTestOnly() && s.FieldName() == "operation" && s.Operand().Kind() == ast.IdentKind && s.Operand().AsIdent() == "request"
 }
 
+// EagerBindPrefix starts the name of a value the translations bind to be
+// read where it is bound, before the body, because its failure fails the
+// whole expression wherever the body would read it (a Kyverno pattern's
+// {{ }} values, substituted before the pattern is matched): such a bind is
+// never written inline.
+const EagerBindPrefix = "patternValue"
+
 // bindIdiom is [init].map(v, body)[0], which the translations use to name
 // a value: written inline where v is used once or init is a path, else
 // kept with v typed.
@@ -718,9 +726,11 @@ func (w *walker) bindIdiom(e ast.Expr) (celbuild.Expr, Type, bool, error) {
 	// A value read only to be evaluated (a Kyverno context variable a
 	// condition mentions: its failure fails the rule) keeps its
 	// evaluation when the body does not use it.
-	unused := w.uses(body, v) == 0 && w.b.Uses(init, "variables") > 0
+	// So is a value named to be read eagerly (EagerBindPrefix).
+	eager := strings.HasPrefix(v, EagerBindPrefix)
+	unused := w.uses(body, v) == 0 && w.b.Uses(init, "variables") > 0 || eager
 	keep := func(celbuild.Expr) bool { return unused }
-	if isPath(init) {
+	if isPath(init) && !eager {
 		w.scope[v] = binding{t: it, alias: init}
 		out, t, err := w.expr(body)
 		if err == nil && keep(out) {

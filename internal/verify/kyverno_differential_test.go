@@ -22,6 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/admitc/admitc/compiler/kyverno/pattern"
 	"github.com/admitc/admitc/internal/variants"
 	"github.com/admitc/admitc/ir"
 )
@@ -222,10 +223,12 @@ func (st *diffStats) summary() string {
 
 // isKnownDifference says whether admitc's answer is the known difference:
 // an evaluation error where Kyverno writes a map or list as Go's fmt text,
-// or a map as JSON text (a {{ }} variable inside text).
+// or a map as JSON text (a {{ }} variable inside text), or reads a pattern
+// value substituted at admission as more than plain text.
 func isKnownDifference(admitc string) bool {
 	return strings.HasPrefix(admitc, "error: ") && (strings.Contains(admitc, "admitc does not write a map or list as Go's fmt text") ||
-		strings.Contains(admitc, "admitc does not write this value as JSON text in CEL"))
+		strings.Contains(admitc, "admitc does not write this value as JSON text in CEL") ||
+		strings.Contains(admitc, pattern.NotReadAtAdmission))
 }
 
 // disagree records a disagreement; the first three per policy and what

@@ -193,6 +193,21 @@ func ensureNamespace(t *testing.T, ns string) {
 	}
 }
 
+// ensurePodServiceAccount makes the ServiceAccount a Pod names exist: the
+// API server's ServiceAccount admission plugin refuses a Pod whose account
+// is missing, before any policy is asked.
+func ensurePodServiceAccount(t *testing.T, o *unstructured.Unstructured) {
+	name, _, _ := unstructured.NestedString(o.Object, "spec", "serviceAccountName")
+	if o.GetKind() != "Pod" || name == "" || o.GetNamespace() == "" {
+		return
+	}
+	ctx := context.Background()
+	if _, err := kc.client.CoreV1().ServiceAccounts(o.GetNamespace()).Get(ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		_, err = kc.client.CoreV1().ServiceAccounts(o.GetNamespace()).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+}
+
 func createIgnoringExisting(t *testing.T, u *unstructured.Unstructured) {
 	var err error
 	for i := 0; i < 50; i++ { // the CRD's resource appears in discovery shortly after it is established

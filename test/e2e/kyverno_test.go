@@ -242,6 +242,7 @@ func judgeOffline(t *testing.T, policy, params, file string) ([]*unstructured.Un
 			o.SetNamespace("default")
 		}
 		ensureNamespace(t, o.GetNamespace())
+		ensurePodServiceAccount(t, o)
 	}
 	labels := liveNamespaceLabels(t, objs)
 	args := []string{"test", "-o", "json", "--namespace-labels", labels, "--policies", policy}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/admitc/admitc/compiler/kyverno/pattern"
 )
 
 // Regular expressions the operators test values with.
@@ -33,15 +35,8 @@ func durationOf(v string) string {
 	return "(type(" + v + ") == string ? duration(" + v + ") : duration(string(int(double(" + v + "))) + 's'))"
 }
 
-// wild is wildcard.Match(p, s) for CEL strings p and s: '*' any run of
-// characters, '?' exactly one. The pattern becomes a regular expression
-// quoted as RE2's \Q...\E literal text, closed around each wildcard; a
-// \E in the pattern itself closes the quote, writes the backslash
-// escaped and reopens it before the E.
-func wild(p, s string) string {
-	re := quote(`(?s)^\Q`) + " + " + p + ".replace(" + quote(`\E`) + ", " + quote(`\E\\\QE`) + ").replace('*', " + quote(`\E.*\Q`) + ").replace('?', " + quote(`\E.\Q`) + ") + " + quote(`\E$`)
-	return "((" + p + ".contains('*') || " + p + ".contains('?')) ? " + s + ".matches(" + re + ") : " + p + " == " + s + ")"
-}
+// wild is wildcard.Match(p, s) for CEL strings p and s.
+func wild(p, s string) string { return pattern.DynamicWildcardMatch(p, s) }
 
 // NotParsedAtAdmission is the error the translation raises where Kyverno
 // parses a string value computed at admission (JSON, a range), which no

@@ -120,6 +120,19 @@ func (t *translator) keyed(k mapKey, pv any, x string, path kpath, fp *field.Pat
 	if c.expandKeys && strings.ContainsAny(k.key, "*?") {
 		return t.expandedKey(k, pv, x, path, fp, child)
 	}
+	if s, err := t.dynamicValue(pv, fp); err != nil || s != "" && c.expandKeys {
+		if err != nil {
+			return "", err
+		}
+		// Kyverno's ExpandInMetadata keeps only the string values of a
+		// labels or annotations pattern (the resource's map is present
+		// here): a key whose value substitutes to anything else is dropped.
+		if k.kind != noAnchor {
+			return "", errorf(fp, "a {{ }} value of the anchored key %s in a labels or annotations pattern is not translated (Kyverno drops the key when the value is not a string)", k.key)
+		}
+		out, err := t.handler(k, pv, x, quote(k.key), path.key(k.key), path, fp, child)
+		return ternary("type("+s+") != string", t.word("pass"), "("+out+")"), err
+	}
 	return t.handler(k, pv, x, quote(k.key), path.key(k.key), path, fp, child)
 }
 
@@ -130,10 +143,19 @@ func (t *translator) handler(k mapKey, pv any, x, kx string, kp, path kpath, fp 
 	value := x + "[" + kx + "]"
 	switch k.kind {
 	case noAnchor:
+		star := "(" + present + " && " + value + " != null) ? " + t.word("pass") + " : " + t.at(path, "fail")
 		if s, ok := pv.(string); ok && s == "*" {
-			return "(" + present + " && " + value + " != null) ? " + t.word("pass") + " : " + t.at(path, "fail"), nil
+			return star, nil
 		}
-		return t.element(pv, "dyn("+x+"[?"+kx+"].orValue(null))", kp, fp, c)
+		out, err := t.element(pv, "dyn("+x+"[?"+kx+"].orValue(null))", kp, fp, c)
+		if err != nil {
+			return "", err
+		}
+		// Kyverno's defaultHandler tests for "*" after substitution too.
+		if s, err := t.dynamicValue(pv, fp); err != nil || s != "" {
+			return ternary("dyn("+s+") == '*'", "("+star+")", out), err
+		}
+		return out, nil
 	case negationAnchor:
 		return present + " ? " + t.at(kp, wordNegation) + " : " + t.word("pass"), nil
 	case existenceAnchor:

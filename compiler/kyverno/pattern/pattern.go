@@ -79,12 +79,25 @@ func (e *Error) Error() string {
 }
 
 // Translate turns a validate.pattern (as sigs.k8s.io/yaml decodes it) into
-// CEL over the resource root (e.g. "object").
+// CEL over the resource root (e.g. "object"). A pattern value with {{ }}
+// variables is refused; TranslateWith translates it.
 func Translate(p any, root string) (Expr, error) {
-	return translate(p, root, field.NewPath("pattern"))
+	return TranslateWith(p, root, nil)
 }
 
-func translate(p any, root string, fp *field.Path) (Expr, error) {
+// Resolve translates a pattern value holding {{ }} variables into a CEL
+// expression of the value Kyverno's SubstituteAll writes there before it
+// matches: the variable's own value (of any type) when the string is one
+// variable, else text. The expression fails where the substitution fails.
+type Resolve func(value string) (string, error)
+
+// TranslateWith is Translate that reads the pattern's {{ }} values with
+// resolve (see dynamic.go); a nil resolve refuses them.
+func TranslateWith(p any, root string, resolve Resolve) (Expr, error) {
+	return translate(p, root, field.NewPath("pattern"), resolve)
+}
+
+func translate(p any, root string, fp *field.Path, resolve Resolve) (Expr, error) {
 	if err := checkDepth(p, fp, 0); err != nil {
 		return Expr{}, err
 	}
@@ -92,29 +105,38 @@ func translate(p any, root string, fp *field.Path) (Expr, error) {
 	if err != nil {
 		return Expr{}, err
 	}
-	return translateResolved(p, root, fp)
+	return translateResolved(p, root, fp, resolve)
 }
 
 // translateResolved translates a pattern whose $( ) references are
 // substituted.
-func translateResolved(p any, root string, fp *field.Path) (Expr, error) {
-	if err := checkVariables(p, fp); err != nil {
+func translateResolved(p any, root string, fp *field.Path, resolve Resolve) (Expr, error) {
+	if err := checkVariables(p, fp, resolve != nil); err != nil {
 		return Expr{}, err
 	}
-	t := &translator{tracked: trackedKeys(p)}
+	t := &translator{tracked: trackedKeys(p), resolve: resolve}
 	if len(t.tracked) > 26 {
 		return Expr{}, errorf(fp, "more than 26 distinct conditional and existence anchor keys")
+	}
+	if err := t.readValues(p, fp); err != nil {
+		return Expr{}, err
 	}
 	out, err := t.element(p, root, rootPath(), fp, context{})
 	if err != nil {
 		return Expr{}, err
 	}
-	return Expr{Result: t.finish(out)}, nil
+	return Expr{Result: t.bindValues(t.finish(out))}, nil
 }
 
 // TranslateAny turns a validate.anyPattern into CEL over root: pass if one
-// pattern passes, skip if every pattern skipped, fail otherwise.
+// pattern passes, skip if every pattern skipped, fail otherwise. A pattern
+// value with {{ }} variables is refused; TranslateAnyWith translates it.
 func TranslateAny(ps []any, root string) (Expr, error) {
+	return TranslateAnyWith(ps, root, nil)
+}
+
+// TranslateAnyWith is TranslateAny that reads {{ }} values with resolve.
+func TranslateAnyWith(ps []any, root string, resolve Resolve) (Expr, error) {
 	if len(ps) == 0 {
 		return Expr{Result: "'pass'", Any: true}, nil
 	}
@@ -129,7 +151,7 @@ func TranslateAny(ps []any, root string) (Expr, error) {
 	ps = doc.([]any)
 	var rs []string
 	for i, p := range ps {
-		e, err := translateResolved(p, root, field.NewPath("anyPattern").Index(i))
+		e, err := translateResolved(p, root, field.NewPath("anyPattern").Index(i), resolve)
 		if err != nil {
 			return Expr{}, err
 		}
@@ -144,28 +166,29 @@ func TranslateAny(ps []any, root string) (Expr, error) {
 	return Expr{Result: bind("rs", "["+strings.Join(rs, ", ")+"]", body), Any: true}, nil
 }
 
-// checkVariables refuses {{ }} variables: Kyverno substitutes them before
-// matching, from data the translation does not have. ($( ) references are
-// substituted by then; a $( that Kyverno's regex does not take is text.)
-func checkVariables(p any, fp *field.Path) error {
+// checkVariables refuses {{ }} variables in keys, and in values unless
+// values says they are read (Kyverno substitutes them before matching).
+// ($( ) references are substituted by then; a $( that Kyverno's regex does
+// not take is text.)
+func checkVariables(p any, fp *field.Path, values bool) error {
 	switch t := p.(type) {
 	case map[string]any:
 		for k, v := range t {
 			if hasVariable(k) {
 				return errorf(fp.Child(k), "variables in pattern keys are not translated")
 			}
-			if err := checkVariables(v, fp.Child(k)); err != nil {
+			if err := checkVariables(v, fp.Child(k), values); err != nil {
 				return err
 			}
 		}
 	case []any:
 		for i, v := range t {
-			if err := checkVariables(v, fp.Index(i)); err != nil {
+			if err := checkVariables(v, fp.Index(i), values); err != nil {
 				return err
 			}
 		}
 	case string:
-		if hasVariable(t) {
+		if hasVariable(t) && !values {
 			return errorf(fp, "variables {{ }} in pattern values are not translated")
 		}
 	}

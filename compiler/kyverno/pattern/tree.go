@@ -31,6 +31,10 @@ type translator struct {
 	// tracked numbers the conditional and existence anchor keys whose
 	// observations outcomes carry (outcome.go); nil when there are none.
 	tracked map[string]int
+	// resolve reads pattern values with {{ }} variables (nil: refused);
+	// values are those read so far, bound around the result.
+	resolve Resolve
+	values  []dynamicValue
 }
 
 func (t *translator) fresh() string {
@@ -88,10 +92,23 @@ func IsIdent(s string) bool {
 // scalarElement is validateResourceElement for a scalar pattern: a list
 // resource matches when every element does (an empty list matches).
 func (t *translator) scalarElement(p any, v string, path kpath, fp *field.Path) (string, error) {
+	s, err := t.dynamicValue(p, fp)
+	if err != nil {
+		return "", err
+	}
+	if s != "" {
+		// A value Kyverno substitutes is read before the resource's.
+		out, err := t.scalarElementWith(plainPredicate(s), v, path)
+		return "(" + unreadable(s) + ") ? " + notRead() + " : " + out, err
+	}
 	pred, err := scalarPredicate(p, fp)
 	if err != nil {
 		return "", err
 	}
+	return t.scalarElementWith(pred, v, path)
+}
+
+func (t *translator) scalarElementWith(pred predicate, v string, path kpath) (string, error) {
 	e := t.fresh()
 	test := func(x string) string {
 		return "(type(" + x + ") == list ? " + x + ".all(" + e + ", " + pred(e) + ") : " + pred(x) + ")"

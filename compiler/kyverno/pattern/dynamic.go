@@ -1,0 +1,140 @@
+package pattern
+
+import (
+	"sort"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/admitc/admitc/internal/celtype"
+)
+
+// A pattern value with {{ }} variables is substituted by Kyverno before it
+// matches anything (SubstituteAll in validate_resource.go's
+// substitutePatterns): every variable of the pattern is read first, and one
+// that fails to resolve fails the rule whatever the resource. The
+// substituted string is then a pattern like any other, operators, ranges,
+// quantities and wildcards included, chosen by its text at admission.
+//
+// The translation reads each such value once, before the pattern, as a
+// CEL variable, and matches a plain value exactly: a string that no
+// operator, range, duration or quantity reading applies to (PlainValue),
+// compared with wildcards as Kyverno's compareString does. A value that is
+// not a string, or not plain, raises NotReadAtAdmission where the pattern
+// compares it: Kyverno would read it as a pattern of its own type or with
+// its operators, which this CEL does not.
+
+// dynamicValue is a pattern value read at admission: name is the CEL
+// variable bound to cel, the value's translation.
+type dynamicValue struct {
+	text, name, cel string
+}
+
+// NotReadAtAdmission is the error a translated pattern raises where a
+// value substituted at admission is one Kyverno reads as more than plain
+// text.
+const NotReadAtAdmission = "admitc does not read a pattern value substituted at admission that is not a string, or that holds an operator, a range, a number, a quantity, | or &, or white space at its ends"
+
+// notPlainRegex matches the strings Kyverno's validateStringPatterns may
+// read as more than wildcard text: with | or & (alternatives), white space
+// at an end (trimmed), a first character that starts an operator, a range,
+// a duration or a number, or a quantity without digits before its suffix
+// ("Ki" parses as 0). Go's unicode.IsSpace is \s, \v, U+0085 and \pZ.
+const notPlainRegex = `[|&]|^[\s\v\x{85}\pZ0-9+\-.<>!]|[\s\v\x{85}\pZ]$|^[eEinumkKMGTP]+[-+]?[0-9]*$`
+
+// dynamicValue returns the CEL variable holding p's value when p is a
+// string with {{ }} variables the translator reads at admission, else "".
+func (t *translator) dynamicValue(p any, fp *field.Path) (string, error) {
+	s, ok := p.(string)
+	if !ok || !hasVariable(s) || t.resolve == nil {
+		return "", nil
+	}
+	return t.value(s, fp)
+}
+
+// readValues reads every {{ }} value of the pattern p, in a fixed order,
+// whether or not the walk compares it: Kyverno substitutes them all first
+// (a negation anchor's value too).
+func (t *translator) readValues(p any, fp *field.Path) error {
+	switch pt := p.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(pt))
+		for k := range pt {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if err := t.readValues(pt[k], fp.Child(k)); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for i, v := range pt {
+			if err := t.readValues(v, fp.Index(i)); err != nil {
+				return err
+			}
+		}
+	default:
+		_, err := t.dynamicValue(p, fp)
+		return err
+	}
+	return nil
+}
+
+// value is the CEL variable holding the substituted value of s.
+func (t *translator) value(s string, fp *field.Path) (string, error) {
+	for _, v := range t.values {
+		if v.text == s {
+			return v.name, nil
+		}
+	}
+	c, err := t.resolve(s)
+	if err != nil {
+		return "", errorf(fp, "%s", err.Error())
+	}
+	name := celtype.EagerBindPrefix + strconv.Itoa(len(t.values))
+	t.values = append(t.values, dynamicValue{text: s, name: name, cel: c})
+	return name, nil
+}
+
+// bindValues evaluates the pattern's values read at admission, in order,
+// before out, which reads them.
+func (t *translator) bindValues(out string) string {
+	for i := len(t.values) - 1; i >= 0; i-- {
+		out = bind(t.values[i].name, "dyn("+t.values[i].cel+")", out)
+	}
+	return out
+}
+
+// unreadable is the CEL test that the value s substituted at admission is
+// not one the translation reads: not a string, or not plain.
+func unreadable(s string) string {
+	return "type(" + s + ") != string || " + s + ".matches(" + quote(notPlainRegex) + ")"
+}
+
+// notRead raises NotReadAtAdmission.
+func notRead() string { return "{}[" + quote(NotReadAtAdmission) + "]" }
+
+// plainPredicate is Kyverno's pattern.Validate(v, s) for the plain string
+// s substituted at admission (see unreadable): a string, int or bool v
+// (written as Go's FormatInt and FormatBool write it) matches s with
+// wildcards; a float never equals plain text, which starts as no %E text
+// does, but a wildcard could match it (raised); null, maps and lists
+// never match.
+func plainPredicate(s string) predicate {
+	return func(v string) string {
+		text := "(type(" + v + ") == string || type(" + v + ") == int || type(" + v + ") == bool)"
+		wild := "(" + s + ".contains('*') || " + s + ".contains('?'))"
+		return "(" + text + " ? " + DynamicWildcardMatch(s, "string("+v+")") + " : type(" + v + ") == double && " + wild + " ? " + notRead() + " : false)"
+	}
+}
+
+// DynamicWildcardMatch is wildcard.Match(p, s) for CEL strings p and s
+// known only at admission: '*' any run of characters, '?' exactly one. The
+// pattern becomes a regular expression quoted as RE2's \Q...\E literal
+// text, closed around each wildcard; a \E in the pattern itself closes the
+// quote, writes the backslash escaped and reopens it before the E.
+func DynamicWildcardMatch(p, s string) string {
+	re := quote(`(?s)^\Q`) + " + " + p + ".replace(" + quote(`\E`) + ", " + quote(`\E\\\QE`) + ").replace('*', " + quote(`\E.*\Q`) + ").replace('?', " + quote(`\E.\Q`) + ") + " + quote(`\E$`)
+	return "((" + p + ".contains('*') || " + p + ".contains('?')) ? " + s + ".matches(" + re + ") : " + p + " == " + s + ")"
+}
