@@ -39,7 +39,7 @@ const offlineSkipReason = "the old object violates the rule too (allowExistingVi
 // take, or a kind has no known schema.
 func (r *reader) typedPatternRule(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool) *ir.Policy {
 	v := c.rule.Validation
-	if strings.Contains(v.Message, "{{") || messageReferences(v.Message) {
+	if messageReferences(v.Message) {
 		return nil
 	}
 	return r.typedRule(pol, c, named(PatternVariable, PatternBeforeVariable, OutcomeVariable), func(n kubeschema.Node, context []conditions.Variable) (*ir.Policy, error) {
@@ -129,6 +129,20 @@ func typedWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool, n k
 	}
 	t.NameContainerLists()
 	v := c.rule.Validation
+	texts, err := patternValueTexts(v)
+	if err != nil {
+		return nil, err
+	}
+	// Pattern values and the message are read from the request: the old
+	// object's pass below matches the pattern as Kyverno substituted it
+	// for the request.
+	roots := withContextObject(typed.Roots{Object: requestObject(b, pol), Node: n, Operation: operation(b)})
+	var values []typed.PatternValue
+	if len(texts) > 0 {
+		if values, err = t.ReadPatternValues(texts, roots); err != nil {
+			return nil, err
+		}
+	}
 	now, err := translateTyped(b, t, v, b.Ident("object"), n)
 	if err != nil {
 		return nil, err
@@ -153,7 +167,10 @@ func typedWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool, n k
 	if now.skip != nil {
 		skipped = b.Ternary(now.skip, b.String(now.skipReason()), skipped)
 	}
-	message := now.message(b, c.rule.Name, v.Message)
+	message, ok := now.messageWith(b, t, roots, c.rule.Name, v.Message)
+	if !ok {
+		return nil, errors.New("the rule's message")
+	}
 	// A container list read more than once is a variable, named after
 	// what it holds; one read once stays in place.
 	for _, l := range t.ContainerLists() {
@@ -164,6 +181,21 @@ func typedWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool, n k
 		}
 		valid, skipped, message = b.Substitute(valid, l.Placeholder, with), b.Substitute(skipped, l.Placeholder, with), b.Substitute(message, l.Placeholder, with)
 	}
+	// The values read before the pattern: the validation tests first
+	// that Kyverno reads them as text, which reads them (a failure fails
+	// it); a value that is not a field of the request is a variable.
+	for i := len(values) - 1; i >= 0; i-- {
+		raise, err := b.Parse(pattern.NotRead())
+		if err != nil {
+			return nil, err
+		}
+		valid = b.Ternary(values[i].NotPlain, raise, valid)
+	}
+	for _, v := range values {
+		if v.Name != "" {
+			out.Variables = append(out.Variables, ir.NamedExpression{Name: v.Name, Expression: b.MustPrint(v.Expr), Origin: pol.Origin})
+		}
+	}
 	if !celbuild.IsFalse(existing) || now.skip != nil {
 		out.OfflineAnnotations = []ir.AuditAnnotation{{Key: SkipAnnotation, ValueExpression: b.MustPrint(skipped), Origin: pol.Origin}}
 	}
@@ -172,10 +204,59 @@ func typedWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool, n k
 		MessageExpression: b.MustPrint(message),
 		Origin:            pol.Validations[0].Origin,
 	}}
+	if strings.Contains(v.Message, "{{") {
+		// Where a variable of the message does not resolve, Kyverno
+		// writes its substitution error: the exact form's static message.
+		out.Validations[0].Message = pol.Validations[0].Message
+		out.Validations[0].MessageExpressionOrigin = pol.Validations[0].MessageExpressionOrigin
+	}
 	out.SchemaReads = t.Reads()
 	dynamic := *pol
 	out.Dynamic = &dynamic
 	return &out, nil
+}
+
+// patternValueTexts are the pattern's (or anyPattern's) values with {{ }}
+// variables, in the order the exact translation reads them: each pattern's
+// keys sorted, after its $( ) references.
+func patternValueTexts(v *kyvernov1.Validation) ([]typed.ValueText, error) {
+	var doc any
+	var err error
+	if p := v.GetPattern(); p != nil {
+		doc, err = pattern.ResolveReferences(p, "pattern")
+	} else {
+		doc, err = pattern.ResolveReferences(v.GetAnyPattern(), "anyPattern")
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []typed.ValueText
+	seen := map[string]bool{}
+	var walk func(x any, key string)
+	walk = func(x any, key string) {
+		switch t := x.(type) {
+		case map[string]any:
+			keys := make([]string, 0, len(t))
+			for k := range t {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			for _, k := range keys {
+				walk(t[k], k)
+			}
+		case []any:
+			for _, e := range t {
+				walk(e, key)
+			}
+		case string:
+			if strings.Contains(t, "{{") && !seen[t] {
+				seen[t] = true
+				out = append(out, typed.ValueText{Text: t, Key: key})
+			}
+		}
+	}
+	walk(doc, "value")
+	return out, nil
 }
 
 // typedOutcome is a pattern's or an anyPattern's translation over one

@@ -35,12 +35,19 @@ type dynamicValue struct {
 // text.
 const NotReadAtAdmission = "admitc does not read a pattern value substituted at admission that is not a string, or that holds an operator, a range, a number, a quantity, | or &, or white space at its ends"
 
-// notPlainRegex matches the strings Kyverno's validateStringPatterns may
-// read as more than wildcard text: with | or & (alternatives), white space
-// at an end (trimmed), a first character that starts an operator, a range,
-// a duration or a number, or a quantity without digits before its suffix
-// ("Ki" parses as 0). Go's unicode.IsSpace is \s, \v, U+0085 and \pZ.
-const notPlainRegex = `[|&]|^[\s\v\x{85}\pZ0-9+\-.<>!]|[\s\v\x{85}\pZ]$|^[eEinumkKMGTP]+[-+]?[0-9]*$`
+// Texts Kyverno's validateStringPatterns may read as more than wildcard
+// text: notPlainRegex matches | or & (alternatives), white space at an end
+// (trimmed; Go's unicode.IsSpace is \s, \v, U+0085 and \pZ), a first
+// character that starts an operator, a range (InRangeRegex,
+// NotInRangeRegex) and a Go duration; quantityRegex holds every text
+// ParseQuantity reads (sign, digits and dots, suffix letters, exponent:
+// "Ki" and "." are zero), and the empty text, which is plain.
+const (
+	notPlainRegex = `[|&]|^[\s\v\x{85}\pZ<>!]|[\s\v\x{85}\pZ]$` +
+		`|^[-|+]?\d+(\.\d+)?[A-Za-z]*!?-[-|+]?\d+(\.\d+)?[A-Za-z]*$` +
+		`|^[-+]?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`
+	quantityRegex = `^[+-]?[0-9.]*[eEinumkKMGTP]*[-+]?[0-9]*$`
+)
 
 // dynamicValue returns the CEL variable holding p's value when p is a
 // string with {{ }} variables the translator reads at admission, else "".
@@ -109,8 +116,17 @@ func (t *translator) bindValues(out string) string {
 // unreadable is the CEL test that the value s substituted at admission is
 // not one the translation reads: not a string, or not plain.
 func unreadable(s string) string {
-	return "type(" + s + ") != string || " + s + ".matches(" + quote(notPlainRegex) + ")"
+	return "type(" + s + ") != string || " + NotPlain(s)
 }
+
+// NotPlain is the CEL test that the string s substituted at admission is
+// one Kyverno may read as more than wildcard text.
+func NotPlain(s string) string {
+	return s + ".matches(" + quote(notPlainRegex) + ") || " + s + " != '' && " + s + ".matches(" + quote(quantityRegex) + ")"
+}
+
+// NotRead is the CEL expression that raises NotReadAtAdmission.
+func NotRead() string { return notRead() }
 
 // notRead raises NotReadAtAdmission.
 func notRead() string { return "{}[" + quote(NotReadAtAdmission) + "]" }

@@ -21,11 +21,12 @@ func TestPatternValuesReadAtAdmissionAsKyverno(t *testing.T) {
 		"web", "web-1", "nginx", "", "*", "web*", "w?b", "?*", "*-1", "a b", "w*b*", "x.y", "a\\Eb", `\E*`, "ß", "web\n",
 		" web", "web ", "\u00a0web", "web\u00a0", "1", "10", "0", "1.5", ".5", "+1", "-1", "1-5", "5!-6", ">1", "<=2", "!web", "!",
 		"Ki", "M", "m", "Mi5", "e3", "E", "i", "kk", "ki", "1Gi", "10s", "a|b", "a & b", "true", "false", "TRUE", "null", "*E+01",
+		"1team", "123-*", "5-", "1e3x", "10sx", "1h30m", "0", "+", "-web", "1-a", "1!-2", "1Kix", "web-*", "µs", "1µs", "?",
 		int64(10), 2.5, true, nil, map[string]any{"x": "y"}, []any{"web"},
 	}
 	values := []any{
 		"web", "web-1", "nginx", "", "*", "w?b", "wxb", "a b", "x.y", "xzy", "a\\Eb", `\E`, "ß", "1", "10", "0", "+1", "1.5",
-		"Ki", "M", "10s", "TRUE", "true", "web\n", int64(10), int64(1), int64(0), int64(-1), 2.5, 1.0, 100.0, true, false, nil,
+		"Ki", "M", "10s", "TRUE", "true", "web\n", "1team", "123-4", "web-1", "1h30m", "5400s", "1000m", "1", int64(10), int64(1), int64(0), int64(-1), 2.5, 1.0, 100.0, true, false, nil,
 		map[string]any{"x": "y"}, []any{}, []any{"web"}, []any{"web", "x"}, []any{int64(10)},
 	}
 	pattern := map[string]any{"a": "{{ request.object.s }}"}

@@ -73,6 +73,9 @@ type Translator struct {
 	// strict read of a ConfigMap's data that is null where the ConfigMap
 	// has none (a message, an In operator's value).
 	nullData bool
+	// values are the pattern values with {{ }} variables the patterns
+	// read (ReadPatternValues), by their text; nil: none is read.
+	values map[string]celbuild.Expr
 }
 
 // ContainerList is the concatenation of a pod spec's three container
@@ -182,7 +185,7 @@ func (t *Translator) readFormat(path, format string) {
 // Pattern translates a validate.pattern (as sigs.k8s.io/yaml decodes it)
 // over root, whose schema is n.
 func (t *Translator) Pattern(p any, root celbuild.Expr, n kubeschema.Node) (Check, error) {
-	if err := typedConstructs(p, ""); err != nil {
+	if err := typedConstructs(p, "", t.values != nil); err != nil {
 		return Check{}, err
 	}
 	w := &walk{t: t, b: t.b, names: map[string]bool{}}
@@ -196,7 +199,7 @@ func (t *Translator) Pattern(p any, root celbuild.Expr, n kubeschema.Node) (Chec
 // PatternAt is Pattern over a value of the object (a foreach element):
 // the reads are recorded under its schema path and each of its aliases.
 func (t *Translator) PatternAt(p any, root Root) (Check, error) {
-	if err := typedConstructs(p, ""); err != nil {
+	if err := typedConstructs(p, "", t.values != nil); err != nil {
 		return Check{}, err
 	}
 	before := len(t.order)
@@ -228,9 +231,9 @@ func (t *Translator) PatternAt(p any, root Root) (Check, error) {
 // hold scalars. There, a missing conditional key skips that map, and a
 // rule that fails had every such key found: Kyverno's engine error (an
 // anchor key never found before a failure) cannot happen.
-func typedConstructs(p any, at string) error {
+func typedConstructs(p any, at string, values bool) error {
 	conditional := 0
-	if err := constructs(p, at, false, &conditional); err != nil {
+	if err := constructs(p, at, false, &conditional, values); err != nil {
 		return err
 	}
 	if conditional > 1 {
@@ -240,8 +243,9 @@ func typedConstructs(p any, at string) error {
 }
 
 // constructs walks a pattern; anchored says an anchor's value holds it,
-// conditional counts the maps with conditional anchors.
-func constructs(p any, at string, anchored bool, conditional *int) error {
+// conditional counts the maps with conditional anchors, values says {{ }}
+// values are read (ReadPatternValues).
+func constructs(p any, at string, anchored bool, conditional *int, values bool) error {
 	switch pt := p.(type) {
 	case map[string]any:
 		hasConditional := false
@@ -260,7 +264,7 @@ func constructs(p any, at string, anchored bool, conditional *int) error {
 				return notTyped("%s: the key %s", at, k)
 			}
 			hasConditional = hasConditional || a.kind == anchorCondition
-			if err := constructs(v, at+"/"+k, anchored || a.kind != anchorNone, conditional); err != nil {
+			if err := constructs(v, at+"/"+k, anchored || a.kind != anchorNone, conditional, values); err != nil {
 				return err
 			}
 		}
@@ -269,12 +273,12 @@ func constructs(p any, at string, anchored bool, conditional *int) error {
 		}
 	case []any:
 		for i, v := range pt {
-			if err := constructs(v, at+"/"+strconv.Itoa(i), anchored, conditional); err != nil {
+			if err := constructs(v, at+"/"+strconv.Itoa(i), anchored, conditional, values); err != nil {
 				return err
 			}
 		}
 	case string:
-		if strings.Contains(pt, "{{") || strings.Contains(pt, "$(") {
+		if strings.Contains(pt, "$(") || strings.Contains(pt, "{{") && (!values || anchored) {
 			return notTyped("%s: the value %q", at, pt)
 		}
 	}
@@ -386,6 +390,10 @@ func (w *walk) element(p any, v celbuild.Expr, n kubeschema.Node, path kpath, rp
 // scalar is a scalar pattern on a present value: on a list, every
 // element must match; the failure path is the value's.
 func (w *walk) scalar(p any, v celbuild.Expr, n kubeschema.Node, path kpath, rp string) (check, error) {
+	if s, ok := p.(string); ok && strings.Contains(s, "{{") {
+		// Taken on a plain key only (dynamicKey).
+		return check{}, notTyped("%s: the value %q", rp, s)
+	}
 	pred, err := pattern.Predicate(p, "x")
 	if err != nil {
 		return check{}, notTyped("%s: %v", rp, err)
@@ -730,6 +738,9 @@ func (w *walk) key(k string, pv any, v celbuild.Expr, n kubeschema.Node, path kp
 			return c, err
 		}
 		return w.optional(c, v, a.key), nil
+	}
+	if s, ok := pv.(string); ok && strings.Contains(s, "{{") {
+		return w.dynamicKey(s, v, a.key, child, known, present, path, cpath)
 	}
 	if pv == "*" {
 		if !known {
