@@ -1,6 +1,7 @@
 package kyverno
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -382,8 +383,9 @@ func (l *foreachLowering) check(fe *kyvernov1.ForEachValidation, path string, ct
 	case fe.Deny != nil:
 		return l.deny(fe.Deny, path+".deny", ctx)
 	case fe.GetPattern() != nil || fe.GetAnyPattern() != nil:
+		// A pattern raises where a {{ }} value does not resolve.
 		s, f := l.pattern(fe, path, ctx)
-		return s, false, f
+		return s, patternValues(fe), f
 	case len(fe.GetForEachValidation()) > 0:
 		res, f := l.entries(fe.GetForEachValidation(), path+".foreach", ctx, false, "")
 		if f != nil {
@@ -393,6 +395,12 @@ func (l *foreachLowering) check(fe *kyvernov1.ForEachValidation, path string, ct
 		return bindCEL(n, res, bad(n)+" ? "+n+".split('\\t')[0] + '\\tvalidation failure: ' + "+n+".split('\\t', 4)[3] : "+n), true, nil
 	}
 	return "'none'", false, nil
+}
+
+// patternValues says the entry's pattern or anyPattern has {{ }} values.
+func patternValues(fe *kyvernov1.ForEachValidation) bool {
+	data, _ := json.Marshal([]any{fe.GetPattern(), fe.GetAnyPattern()})
+	return strings.Contains(string(data), "{{")
 }
 
 // deny is a foreach deny block on the element: its conditions raise an
@@ -443,11 +451,16 @@ func (l *foreachLowering) pattern(fe *kyvernov1.ForEachValidation, path string, 
 	tg := l.name("tg")
 	var e pattern.Expr
 	var err error
+	// Kyverno substitutes the entry's pattern for each element, from the
+	// element's context.
+	fresh := l.fresh
+	defer func() { l.fresh = fresh }()
+	resolve := func(text string) (string, error) { return conditions.Value(text, ctx.scope, &fresh) }
 	if p := fe.GetPattern(); p != nil {
-		e, err = pattern.Translate(p, tg)
+		e, err = pattern.TranslateWith(p, tg, resolve)
 	} else {
 		ps, _ := fe.GetAnyPattern().([]any)
-		e, err = pattern.TranslateAny(ps, tg)
+		e, err = pattern.TranslateAnyWith(ps, tg, resolve)
 	}
 	if err != nil {
 		return "", l.r.patternRefusal(path, err, false)

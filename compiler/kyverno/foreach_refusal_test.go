@@ -95,10 +95,10 @@ func TestForEachRefusalsNameTheConstruct(t *testing.T) {
           - {key: "{{ request.object.spec.hostPID || ` + "`false`" + ` }}", operator: Equals, value: true, message: hostPID}
           - {key: "{{ request.object.spec.hostIPC || ` + "`false`" + ` }}", operator: Equals, value: true, message: hostIPC}
 `, `p.yaml:19:11: spec.rules[0].validate.deny.conditions: condition message: the any conditions carry different messages and the rule's message has {{ }} variables: which message Kyverno substitutes depends on the condition that holds; this is not translated: give the conditions one message, or split the rule, one condition each`},
-		"variables in a pattern": {`      foreach:
+		"variables in a pattern key": {`      foreach:
       - list: request.object.spec.containers
-        pattern: {name: "{{ request.object.metadata.name }}"}
-`, `p.yaml:18:25: spec.rules[0].validate.foreach[0].pattern.name: validate.pattern construct: variables {{ }} in pattern values are not translated; rewrite the pattern without it (or the check as validate.cel), or keep this rule under Kyverno`},
+        pattern: {securityContext: {"{{ element.name }}": "?*"}}
+`, `p.yaml:18:36: spec.rules[0].validate.foreach[0].pattern.securityContext: validate.pattern construct: variables in pattern keys are not translated; rewrite the pattern without it (or the check as validate.cel), or keep this rule under Kyverno`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

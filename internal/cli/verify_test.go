@@ -174,7 +174,7 @@ func TestVerifyKyvernoPatternExamplesPassEverything(t *testing.T) {
 		Summary map[string]int `json:"summary"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &rep))
-	assert.Equal(t, map[string]int{"passed": 708, "failed": 0, "unsupported": 0, "errors": 0, "warnings": 0, "noResponse": 0}, rep.Summary)
+	assert.Equal(t, map[string]int{"passed": 717, "failed": 0, "unsupported": 0, "errors": 0, "warnings": 0, "noResponse": 0}, rep.Summary)
 	expected := map[string]bool{}
 	for _, r := range rep.Results {
 		expected[strings.Split(r.Case, "/")[0]+" "+r.Expected] = true

@@ -31,23 +31,24 @@ type dynamicValue struct {
 }
 
 // NotReadAtAdmission is the error a translated pattern raises where a
-// value substituted at admission is one Kyverno reads as more than plain
-// text.
-const NotReadAtAdmission = "admitc does not read a pattern value substituted at admission that is not a string, or that holds an operator, a range, a number, a quantity, | or &, or white space at its ends"
+// value substituted at admission is one Kyverno reads as more than a value
+// to compare with.
+const NotReadAtAdmission = "admitc does not read a pattern value substituted at admission that is a map or a list, or a string that holds an operator, a range, | or &, or white space at its ends"
 
-// Texts Kyverno's validateStringPatterns may read as more than wildcard
-// text: notPlainRegex matches | or & (alternatives), white space at an end
-// (trimmed; Go's unicode.IsSpace is \s, \v, U+0085 and \pZ), a first
-// character that starts an operator, a range (InRangeRegex,
-// NotInRangeRegex) and a Go duration; quantityRegex holds every text
-// ParseQuantity reads (sign, digits and dots, suffix letters, exponent:
-// "Ki" and "." are zero), and the empty text, which is plain.
-const (
-	notPlainRegex = `[|&]|^[\s\v\x{85}\pZ<>!]|[\s\v\x{85}\pZ]$` +
-		`|^[-|+]?\d+(\.\d+)?[A-Za-z]*!?-[-|+]?\d+(\.\d+)?[A-Za-z]*$` +
-		`|^[-+]?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`
-	quantityRegex = `^[+-]?[0-9.]*[eEinumkKMGTP]*[-+]?[0-9]*$`
-)
+// operatorRegex matches the texts Kyverno's validateStringPatterns reads
+// as more than one value to compare with (Equal): with | or &
+// (alternatives), white space at an end (trimmed; Go's unicode.IsSpace is
+// \s, \v, U+0085 and \pZ), a first character that starts an operator, or
+// a range (InRangeRegex, NotInRangeRegex). Such a value raises
+// NotReadAtAdmission; any other is compared as Kyverno's validateString
+// compares: as durations, else as quantities, else as text with wildcards.
+const operatorRegex = `[|&]|^[\s\v\x{85}\pZ<>!]|[\s\v\x{85}\pZ]$` +
+	`|^[-|+]?\d+(\.\d+)?[A-Za-z]*!?-[-|+]?\d+(\.\d+)?[A-Za-z]*$`
+
+// quantityRegex holds every text ParseQuantity reads (sign, digits and
+// dots, suffix letters, exponent: "Ki" and "." are zero), and the empty
+// text, which it does not.
+const quantityRegex = `^[+-]?[0-9.]*[eEinumkKMGTP]*[-+]?[0-9]*$`
 
 // dynamicValue returns the CEL variable holding p's value when p is a
 // string with {{ }} variables the translator reads at admission, else "".
@@ -114,15 +115,17 @@ func (t *translator) bindValues(out string) string {
 }
 
 // unreadable is the CEL test that the value s substituted at admission is
-// not one the translation reads: not a string, or not plain.
+// not one the translation compares with: not a string, or one with an
+// operator (operatorRegex).
 func unreadable(s string) string {
-	return "type(" + s + ") != string || " + NotPlain(s)
+	return "(type(" + s + ") == string ? " + s + ".matches(" + quote(operatorRegex) + ") : " + s + " != null && type(" + s + ") != bool && type(" + s + ") != int && type(" + s + ") != uint && type(" + s + ") != double)"
 }
 
 // NotPlain is the CEL test that the string s substituted at admission is
-// one Kyverno may read as more than wildcard text.
+// one Kyverno may read as more than text: an operator, a duration or a
+// quantity (the typed translation compares with text only).
 func NotPlain(s string) string {
-	return s + ".matches(" + quote(notPlainRegex) + ") || " + s + " != '' && " + s + ".matches(" + quote(quantityRegex) + ")"
+	return s + ".matches(" + quote(operatorRegex) + ") || " + s + ".matches(" + quote(durationRegex) + ") || " + s + " != '' && " + s + ".matches(" + quote(quantityRegex) + ")"
 }
 
 // NotRead is the CEL expression that raises NotReadAtAdmission.
@@ -131,17 +134,37 @@ func NotRead() string { return notRead() }
 // notRead raises NotReadAtAdmission.
 func notRead() string { return "{}[" + quote(NotReadAtAdmission) + "]" }
 
-// plainPredicate is Kyverno's pattern.Validate(v, s) for the plain string
-// s substituted at admission (see unreadable): a string, int or bool v
-// (written as Go's FormatInt and FormatBool write it) matches s with
-// wildcards; a float never equals plain text, which starts as no %E text
-// does, but a wildcard could match it (raised); null, maps and lists
+// valuePredicate is Kyverno's pattern.Validate(v, s) for the value s
+// substituted at admission (see unreadable). A boolean, a number (a
+// float64 in Kyverno's JSON context: validateFloatPattern, a string value
+// read as strconv.ParseFloat reads it) and null (validateNilPattern) are
+// patterns of their own type. A string without an operator is
+// validateString's Equal. As durations when s and the value (a string, 0,
+// or null as "0") are Go durations; else as quantities when s and the
+// value (a string, a number, or null as "0") are (a float compared as
+// CEL writes it, where Kyverno writes it %f: the same quantity up to six
+// decimals); else as compareString: a string, int or bool (written as
+// Go's FormatInt and FormatBool write it) matches s with its wildcards; a
+// float is written %E, which a wildcard could match (raised) and plain
+// text does not (a text that is one is a quantity); null, maps and lists
 // never match.
-func plainPredicate(s string) predicate {
+func valuePredicate(s string) predicate {
 	return func(v string) string {
+		isD := "(" + v + " == null || type(" + v + ") == int && " + v + " == 0 || type(" + v + ") == string && " + v + ".matches(" + quote(durationRegex) + "))"
+		dv := "(type(" + v + ") == string ? duration(" + v + ") : duration('0s'))"
+		isQ := "(" + v + " == null || type(" + v + ") == int || type(" + v + ") == double || type(" + v + ") == string && isQuantity(" + v + "))"
+		qv := "quantity(type(" + v + ") == string ? " + v + " : " + v + " == null ? '0' : string(" + v + "))"
 		text := "(type(" + v + ") == string || type(" + v + ") == int || type(" + v + ") == bool)"
 		wild := "(" + s + ".contains('*') || " + s + ".contains('?'))"
-		return "(" + text + " ? " + DynamicWildcardMatch(s, "string("+v+")") + " : type(" + v + ") == double && " + wild + " ? " + notRead() + " : false)"
+		num := "(type(" + s + ") == int || type(" + s + ") == uint || type(" + s + ") == double)"
+		isNum := "(type(" + v + ") == int || type(" + v + ") == uint || type(" + v + ") == double)"
+		return "(" + s + " == null ? (" + v + " == null || " + isNum + " && double(" + v + ") == 0.0 || type(" + v + ") == string && " + v + " == '' || type(" + v + ") == bool && !" + v + ")" +
+			" : type(" + s + ") == bool ? type(" + v + ") == bool && " + v + " == " + s +
+			" : " + num + " ? (" + isNum + " && double(" + v + ") == double(" + s + ") || type(" + v + ") == string && " + v + ".matches(" + quote(floatRegex) + ") && double(" + v + ") == double(" + s + "))" +
+			" : " + s + ".matches(" + quote(durationRegex) + ") && " + isD + " ? duration(" + s + ") == " + dv +
+			" : isQuantity(" + s + ") && " + isQ + " ? " + qv + ".compareTo(quantity(" + s + ")) == 0" +
+			" : " + text + " ? " + DynamicWildcardMatch(s, "string("+v+")") +
+			" : type(" + v + ") == double && " + wild + " ? " + notRead() + " : false)"
 	}
 }
 

@@ -98,7 +98,7 @@ func (t *translator) scalarElement(p any, v string, path kpath, fp *field.Path) 
 	}
 	if s != "" {
 		// A value Kyverno substitutes is read before the resource's.
-		out, err := t.scalarElementWith(plainPredicate(s), v, path)
+		out, err := t.scalarElementWith(valuePredicate(s), v, path)
 		return "(" + unreadable(s) + ") ? " + notRead() + " : " + out, err
 	}
 	pred, err := scalarPredicate(p, fp)
