@@ -452,9 +452,8 @@ func (l *foreachLowering) pattern(fe *kyvernov1.ForEachValidation, path string, 
 	var e pattern.Expr
 	var err error
 	// Kyverno substitutes the entry's pattern for each element, from the
-	// element's context.
+	// element's context (the values' names are bound inside the pattern).
 	fresh := l.fresh
-	defer func() { l.fresh = fresh }()
 	resolve := func(text string) (string, error) { return conditions.Value(text, ctx.scope, &fresh) }
 	if p := fe.GetPattern(); p != nil {
 		e, err = pattern.TranslateWith(p, tg, resolve)
