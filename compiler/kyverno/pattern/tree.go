@@ -97,9 +97,13 @@ func (t *translator) scalarElement(p any, v string, path kpath, fp *field.Path) 
 		return "", err
 	}
 	if s != "" {
-		// A value Kyverno substitutes is read before the resource's.
-		out, err := t.scalarElementWith(valuePredicate(s), v, path)
-		return "(" + unreadable(s) + ") ? " + notRead() + " : " + out, err
+		// A value Kyverno substitutes is read before the resource's; its
+		// predicate is long, so a list and a single value share it.
+		pred := valuePredicate(s)
+		e, x := t.fresh(), t.fresh()
+		test := "(type(" + x + ") == list ? " + x + " : [" + x + "]).all(" + e + ", " + pred(e) + ")"
+		out := bind(x, v, test+" ? "+t.word("pass")+" : "+t.at(path, "fail"))
+		return "(" + unreadable(s) + ") ? " + notRead() + " : " + out, nil
 	}
 	pred, err := scalarPredicate(p, fp)
 	if err != nil {
