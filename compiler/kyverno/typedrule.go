@@ -9,6 +9,7 @@ import (
 
 	kyvernov1 "github.com/kyverno/kyverno/api/kyverno/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/admitc/admitc/compiler/kyverno/conditions"
 	"github.com/admitc/admitc/compiler/kyverno/pattern"
@@ -232,31 +233,14 @@ func patternValueTexts(v *kyvernov1.Validation) ([]typed.ValueText, error) {
 	}
 	var out []typed.ValueText
 	seen := map[string]bool{}
-	var walk func(x any, key string)
-	walk = func(x any, key string) {
-		switch t := x.(type) {
-		case map[string]any:
-			keys := make([]string, 0, len(t))
-			for k := range t {
-				keys = append(keys, k)
-			}
-			slices.Sort(keys)
-			for _, k := range keys {
-				walk(t[k], k)
-			}
-		case []any:
-			for _, e := range t {
-				walk(e, key)
-			}
-		case string:
-			if strings.Contains(t, "{{") && !seen[t] {
-				seen[t] = true
-				out = append(out, typed.ValueText{Text: t, Key: key})
-			}
+	err = pattern.EachValue(doc, field.NewPath("pattern"), func(text, key string, _ *field.Path) error {
+		if !seen[text] {
+			seen[text] = true
+			out = append(out, typed.ValueText{Text: text, Key: key})
 		}
-	}
-	walk(doc, "value")
-	return out, nil
+		return nil
+	})
+	return out, err
 }
 
 // typedOutcome is a pattern's or an anyPattern's translation over one

@@ -64,6 +64,21 @@ func (t *translator) dynamicValue(p any, fp *field.Path) (string, error) {
 // whether or not the walk compares it: Kyverno substitutes them all first
 // (a negation anchor's value too).
 func (t *translator) readValues(p any, fp *field.Path) error {
+	return EachValue(p, fp, func(text, _ string, at *field.Path) error {
+		_, err := t.value(text, at)
+		return err
+	})
+}
+
+// EachValue calls visit with each string of the pattern document p (at
+// fp) that holds {{ }} variables, the key whose value it is (that of the
+// list holding it, for an element) and its place, in the order the
+// translation reads them: map keys sorted, list elements in order.
+func EachValue(p any, fp *field.Path, visit func(text, key string, at *field.Path) error) error {
+	return eachValue(p, "", fp, visit)
+}
+
+func eachValue(p any, key string, fp *field.Path, visit func(text, key string, at *field.Path) error) error {
 	switch pt := p.(type) {
 	case map[string]any:
 		keys := make([]string, 0, len(pt))
@@ -72,19 +87,20 @@ func (t *translator) readValues(p any, fp *field.Path) error {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			if err := t.readValues(pt[k], fp.Child(k)); err != nil {
+			if err := eachValue(pt[k], k, fp.Child(k), visit); err != nil {
 				return err
 			}
 		}
 	case []any:
 		for i, v := range pt {
-			if err := t.readValues(v, fp.Index(i)); err != nil {
+			if err := eachValue(v, key, fp.Index(i), visit); err != nil {
 				return err
 			}
 		}
-	default:
-		_, err := t.dynamicValue(p, fp)
-		return err
+	case string:
+		if hasVariable(pt) {
+			return visit(pt, key, fp)
+		}
 	}
 	return nil
 }
