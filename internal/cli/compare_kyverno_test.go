@@ -57,3 +57,14 @@ func TestKyvernoPatternMessage(t *testing.T) {
 	assert.Contains(t, out, "expected difference Pod/missing-label: kyverno: a Kyverno pattern rule reports its static message")
 	assert.Contains(t, out, "1 manifest(s): every engine agrees\n")
 }
+
+// A rule whose {{ }} variable does not resolve (a container without
+// resources, for require-qos-guaranteed-foreach's limits) is an error in
+// both engines, each with its own error text: an expected difference.
+func TestKyvernoSubstitutionErrorMessage(t *testing.T) {
+	dir := "../../examples/kyverno-pattern/require-qos-guaranteed-foreach/"
+	out, _, code := run(t, "compare", "--policies", dir+"policy.yaml", "--kyverno-policies", dir+"policy.yaml", dir+".kyverno-test/resources.yaml")
+	assert.Equal(t, ExitOK, code, out)
+	assert.Contains(t, out, "expected difference Pod/no-resources-pod: kyverno: a rule whose {{ }} variable does not resolve is an error in both")
+	assert.Contains(t, out, "every engine agrees")
+}
