@@ -1,7 +1,6 @@
 package kyverno
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -399,8 +398,7 @@ func (l *foreachLowering) check(fe *kyvernov1.ForEachValidation, path string, ct
 
 // patternValues says the entry's pattern or anyPattern has {{ }} values.
 func patternValues(fe *kyvernov1.ForEachValidation) bool {
-	data, _ := json.Marshal([]any{fe.GetPattern(), fe.GetAnyPattern()})
-	return strings.Contains(string(data), "{{")
+	return pattern.HasValues([]any{fe.GetPattern(), fe.GetAnyPattern()})
 }
 
 // deny is a foreach deny block on the element: its conditions raise an

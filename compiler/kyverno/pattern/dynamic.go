@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/admitc/admitc/internal/celenv"
 	"github.com/admitc/admitc/internal/celtype"
 )
 
@@ -78,6 +79,16 @@ func EachValue(p any, fp *field.Path, visit func(text, key string, at *field.Pat
 	return eachValue(p, "", fp, visit)
 }
 
+// HasValues says the pattern document p has a value EachValue visits.
+func HasValues(p any) bool {
+	found := false
+	_ = EachValue(p, field.NewPath("pattern"), func(string, string, *field.Path) error {
+		found = true
+		return nil
+	})
+	return found
+}
+
 func eachValue(p any, key string, fp *field.Path, visit func(text, key string, at *field.Path) error) error {
 	switch pt := p.(type) {
 	case map[string]any:
@@ -145,10 +156,7 @@ func NotPlain(s string) string {
 }
 
 // NotRead is the CEL expression that raises NotReadAtAdmission.
-func NotRead() string { return notRead() }
-
-// notRead raises NotReadAtAdmission.
-func notRead() string { return "{}[" + quote(NotReadAtAdmission) + "]" }
+func NotRead() string { return "{}[" + quote(NotReadAtAdmission) + "]" }
 
 // valuePredicate is Kyverno's pattern.Validate(v, s) for the value s
 // substituted at admission (see unreadable). A boolean, a number (a
@@ -166,21 +174,17 @@ func notRead() string { return "{}[" + quote(NotReadAtAdmission) + "]" }
 // never match.
 func valuePredicate(s string) predicate {
 	return func(v string) string {
-		isD := "(" + v + " == null || type(" + v + ") == int && " + v + " == 0 || type(" + v + ") == string && " + v + ".matches(" + quote(durationRegex) + "))"
-		dv := "(type(" + v + ") == string ? duration(" + v + ") : duration('0s'))"
-		isQ := "(" + v + " == null || type(" + v + ") == int || type(" + v + ") == double || type(" + v + ") == string && isQuantity(" + v + "))"
-		qv := "quantity(type(" + v + ") == string ? " + v + " : " + v + " == null ? '0' : string(" + v + "))"
+		isD, dv := durationValue(v)
+		isQ, qv := quantityValue(v)
 		text := "(type(" + v + ") == string || type(" + v + ") == int || type(" + v + ") == bool)"
 		wild := "(" + s + ".contains('*') || " + s + ".contains('?'))"
-		num := "(type(" + s + ") == int || type(" + s + ") == uint || type(" + s + ") == double)"
-		isNum := "(type(" + v + ") == int || type(" + v + ") == uint || type(" + v + ") == double)"
-		return "(" + s + " == null ? (" + v + " == null || " + isNum + " && double(" + v + ") == 0.0 || type(" + v + ") == string && " + v + " == '' || type(" + v + ") == bool && !" + v + ")" +
+		return "(" + s + " == null ? " + nilPredicate(v) +
 			" : type(" + s + ") == bool ? type(" + v + ") == bool && " + v + " == " + s +
-			" : " + num + " ? (" + isNum + " && double(" + v + ") == double(" + s + ") || type(" + v + ") == string && " + v + ".matches(" + quote(floatRegex) + ") && double(" + v + ") == double(" + s + "))" +
+			" : " + celenv.IsNumber(s) + " ? " + numberPredicate("double("+s+")")(v) +
 			" : " + s + ".matches(" + quote(durationRegex) + ") && " + isD + " ? duration(" + s + ") == " + dv +
 			" : isQuantity(" + s + ") && " + isQ + " ? " + qv + ".compareTo(quantity(" + s + ")) == 0" +
 			" : " + text + " ? " + DynamicWildcardMatch(s, "string("+v+")") +
-			" : type(" + v + ") == double && " + wild + " ? " + notRead() + " : false)"
+			" : type(" + v + ") == double && " + wild + " ? " + NotRead() + " : false)"
 	}
 }
 

@@ -23,9 +23,7 @@ func scalarPredicate(p any, fp *field.Path) (predicate, error) {
 	case bool:
 		return func(v string) string { return celenv.EqualsBool(v, pt) }, nil
 	case nil:
-		return func(v string) string {
-			return "(" + v + " == null || " + celenv.EqualsNumber(v, "0") + " || " + celenv.EqualsString(v, "") + " || " + celenv.EqualsBool(v, false) + ")"
-		}, nil
+		return nilPredicate, nil
 	case int:
 		return intPredicate(int64(pt)), nil
 	case int64:
@@ -72,12 +70,20 @@ func intPredicate(n int64) predicate {
 // overflow: at most 200 integer digits and a two-digit exponent.
 const floatRegex = `^[+-]?([0-9]{1,200}(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]{1,2})?$`
 
+// nilPredicate is validateNilPattern: null, zero, "" or false.
+func nilPredicate(v string) string {
+	return "(" + v + " == null || " + celenv.EqualsNumber(v, "0") + " || " + celenv.EqualsString(v, "") + " || " + celenv.EqualsBool(v, false) + ")"
+}
+
 // floatPredicate is validateFloatPattern: a number equal to f (an int only
 // when f has no fraction), or a string strconv.ParseFloat reads as f.
-func floatPredicate(f float64) predicate {
-	lit := doubleLiteral(f)
+func floatPredicate(f float64) predicate { return numberPredicate(doubleLiteral(f)) }
+
+// numberPredicate is validateFloatPattern for the CEL double n (a literal,
+// or a value known at admission).
+func numberPredicate(n string) predicate {
 	return func(v string) string {
-		return "(" + celenv.EqualsNumber(v, lit) + " || type(" + v + ") == string && " + v + ".matches(" + quote(floatRegex) + ") && double(" + v + ") == " + lit + ")"
+		return "(" + celenv.EqualsNumber(v, n) + " || type(" + v + ") == string && " + v + ".matches(" + quote(floatRegex) + ") && double(" + v + ") == " + n + ")"
 	}
 }
 
@@ -209,8 +215,7 @@ func comparison(p string, op operator, fp *field.Path, text bool) (predicate, er
 	if qerr == nil {
 		next, lit := out, quote(p)
 		out = func(v string) string {
-			isQ := "(" + v + " == null || type(" + v + ") == int || type(" + v + ") == double || type(" + v + ") == string && isQuantity(" + v + "))"
-			qv := "quantity(type(" + v + ") == string ? " + v + " : " + v + " == null ? '0' : string(" + v + "))"
+			isQ, qv := quantityValue(v)
 			return "(" + isQ + " ? " + qv + ".compareTo(quantity(" + lit + ")) " + celOp[op] + " 0 : " + next(v) + ")"
 		}
 	}
@@ -218,12 +223,27 @@ func comparison(p string, op operator, fp *field.Path, text bool) (predicate, er
 		next := out
 		lit := fmt.Sprintf("duration('%dns')", int64(d))
 		out = func(v string) string {
-			isD := "(" + v + " == null || type(" + v + ") == int && " + v + " == 0 || type(" + v + ") == string && " + v + ".matches(" + quote(durationRegex) + "))"
-			dv := "(type(" + v + ") == string ? duration(" + v + ") : duration('0s'))"
+			isD, dv := durationValue(v)
 			return "(" + isD + " ? " + dv + " " + celOp[op] + " " + lit + " : " + next(v) + ")"
 		}
 	}
 	return out, nil
+}
+
+// quantityValue is compareQuantity's reading of the value v: whether
+// convertNumberToString and ParseQuantity take it (null is "0"), and the
+// quantity.
+func quantityValue(v string) (is, value string) {
+	return "(" + v + " == null || type(" + v + ") == int || type(" + v + ") == double || type(" + v + ") == string && isQuantity(" + v + "))",
+		"quantity(type(" + v + ") == string ? " + v + " : " + v + " == null ? '0' : string(" + v + "))"
+}
+
+// durationValue is compareDuration's reading of the value v: whether
+// convertNumberToString and ParseDuration take it (null and 0 are "0"),
+// and the duration.
+func durationValue(v string) (is, value string) {
+	return "(" + v + " == null || type(" + v + ") == int && " + v + " == 0 || type(" + v + ") == string && " + v + ".matches(" + quote(durationRegex) + "))",
+		"(type(" + v + ") == string ? duration(" + v + ") : duration('0s'))"
 }
 
 // durationRegex is the syntax time.ParseDuration accepts.

@@ -103,7 +103,7 @@ func (t *translator) scalarElement(p any, v string, path kpath, fp *field.Path) 
 		e, x := t.fresh(), t.fresh()
 		test := "(type(" + x + ") == list ? " + x + " : [" + x + "]).all(" + e + ", " + pred(e) + ")"
 		out := bind(x, v, test+" ? "+t.word("pass")+" : "+t.at(path, "fail"))
-		return "(" + unreadable(s) + ") ? " + notRead() + " : " + out, nil
+		return "(" + unreadable(s) + ") ? " + NotRead() + " : " + out, nil
 	}
 	pred, err := scalarPredicate(p, fp)
 	if err != nil {
