@@ -44,6 +44,12 @@ type Options struct {
 	// are: a Kyverno kinds entry names the CRD's resources, and a rule
 	// on it is written against the CRD's schema (see ReadCRDs).
 	CRDs []*apiextensionsv1.CustomResourceDefinition
+	// ContextValues give a Kyverno rule's apiCall context entries the
+	// values a Kyverno test's values file gives them: kyverno test makes
+	// no API calls offline and reads such an entry from its values only,
+	// and so does admitc verify (see kyverno.ContextValues). Nil: every
+	// apiCall entry is refused.
+	ContextValues kyverno.ContextValues
 }
 
 // ForgetCaches drops what compiling kept for the next compile: the

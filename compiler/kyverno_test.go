@@ -64,7 +64,7 @@ func TestKyvernoRefusalsAreErrorsUnlessKeepGoing(t *testing.T) {
 	src := Source{Name: "pss.yaml", Data: []byte(kyvernoPolicy)}
 	_, diags := Compile([]Source{src}, Options{})
 	require.Len(t, diags, 2)
-	assert.Equal(t, `pss.yaml:24:7: spec.rules[1].context[0]: context.apiCall: Kyverno loads this context entry from outside the admission request (the API server, an image registry or its global context); an admission policy cannot load it: keep this rule under Kyverno (ClusterPolicy "pss" rule "from-api"); admitc compile --keep-going emits the rest`, diags[0].String())
+	assert.Equal(t, `pss.yaml:24:7: spec.rules[1].context[0]: context.apiCall: Kyverno loads this context entry from the API server (or a service) at admission; an admission policy cannot: keep this rule under Kyverno (admitc verify reads the entry from a Kyverno test's values, as kyverno test does offline) (ClusterPolicy "pss" rule "from-api"); admitc compile --keep-going emits the rest`, diags[0].String())
 	assert.Equal(t, `pss.yaml:40:13: spec.rules[2].validate.pattern.spec.nodeSelector: validate.pattern construct: variables in pattern keys are not translated; rewrite the pattern without it (or the check as validate.cel), or keep this rule under Kyverno (ClusterPolicy "pss" rule "pattern"); admitc compile --keep-going emits the rest`, diags[1].String())
 
 	set, diags := Compile([]Source{src}, Options{KeepGoing: true})

@@ -7,6 +7,7 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 
+	"github.com/admitc/admitc/compiler/kyverno"
 	"github.com/admitc/admitc/internal/kubeschema"
 	"github.com/admitc/admitc/ir"
 )
@@ -30,6 +31,8 @@ type reader struct {
 	// kinds resolves the kinds a policy names (Options.CRDs and the
 	// built-in kinds).
 	kinds *kubeschema.Resolver
+	// contextValues are Options.ContextValues.
+	contextValues kyverno.ContextValues
 }
 
 func (r *reader) origin(n *yaml.Node, path string) ir.Origin {

@@ -87,7 +87,11 @@ func (r *reader) rule(p *clusterPolicyObject, c computedRule) {
 		r.skip(ref, f.path, f.feature, "%s", f.why)
 		return
 	}
-	vars, cm, f := ruleContext(c.rule, path, p.Metadata.Namespace)
+	var given func(string) (any, bool)
+	if r.contextValues != nil {
+		given = func(entry string) (any, bool) { return r.contextValues(p.Metadata.Name, c.rule.Name, entry) }
+	}
+	vars, cm, f := ruleContext(c.rule, path, p.Metadata.Namespace, given)
 	if f != nil {
 		r.skip(ref, f.path, f.feature, "%s", f.why)
 		return
@@ -356,19 +360,33 @@ var contextNameRegex = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 var loopNameRegex = regexp.MustCompile(`^element(Index)?[0-9]+$`)
 
 // ruleContext reads a rule's context: admitc translates variable entries
-// (computed from the request, conditions.Variable) in validate rules and
-// one configMap entry in deny and pattern rules (read as params), and
-// refuses the entries Kyverno loads from outside the request otherwise.
-func ruleContext(rule kyvernov1.Rule, path, policyNamespace string) ([]conditions.Variable, *configMapEntry, *refusal) {
+// (computed from the request, conditions.Variable) in validate rules, one
+// configMap entry in deny and pattern rules (read as params), and apiCall
+// entries whose value given supplies (a test's values, see ContextValues),
+// and refuses the entries Kyverno loads from outside the request otherwise.
+func ruleContext(rule kyvernov1.Rule, path, policyNamespace string, given func(string) (any, bool)) ([]conditions.Variable, *configMapEntry, *refusal) {
 	var out []conditions.Variable
 	var cm *configMapEntry
 	seen := map[string]bool{}
 	for i, e := range rule.Context {
 		at := fmt.Sprintf("%s.context[%d]", path, i)
-		if f := contextNameRefusal(rule, e, at, seen); f != nil {
+		var value any
+		fromValues := false
+		if e.APICall != nil && given != nil {
+			value, fromValues = given(e.Name)
+		}
+		if f := contextNameRefusal(rule, e, at, seen, fromValues); f != nil {
 			return nil, nil, f
 		}
 		seen[e.Name] = true
+		if fromValues {
+			v, f := givenVariable(e.Name, value, at)
+			if f != nil {
+				return nil, nil, f
+			}
+			out = append(out, v)
+			continue
+		}
 		if e.ConfigMap != nil {
 			if f := configMapRuleRefusal(rule, at, cm != nil); f != nil {
 				return nil, nil, f
@@ -402,12 +420,38 @@ func configMapRuleRefusal(rule kyvernov1.Rule, at string, second bool) *refusal 
 	return nil
 }
 
+// givenVariable is the context variable name holding value, given by a
+// test's values for an apiCall entry: a constant, as Kyverno's
+// AddVariable puts it in the context (through JSON, so numbers are
+// float64; no {{ }} substitution, which admitc would otherwise do on a
+// variable's value, so a value holding {{ is refused).
+func givenVariable(name string, value any, at string) (conditions.Variable, *refusal) {
+	refuse := func(why string) (conditions.Variable, *refusal) {
+		return conditions.Variable{}, &refusal{"context.apiCall", at, "the test's values give the apiCall entry " + name + " " + why}
+	}
+	v, err := untyped(value)
+	if err != nil {
+		return refuse(fmt.Sprintf("a value that is not JSON (%v)", err))
+	}
+	if data, _ := json.Marshal(v); strings.Contains(string(data), "{{") {
+		return refuse("a value holding {{, which Kyverno keeps as text and admitc would substitute: write the value without {{")
+	}
+	c, err := conditions.Literal(v)
+	if err != nil {
+		return refuse(err.Error())
+	}
+	return conditions.Variable{Name: name, CEL: c}, nil
+}
+
 // contextNameRefusal refuses a context entry's name admitc cannot read
-// (or any entry but a variable or configMap one).
-func contextNameRefusal(rule kyvernov1.Rule, e kyvernov1.ContextEntry, at string, seen map[string]bool) *refusal {
+// (or any entry but a variable or configMap one, or an apiCall one whose
+// value a test's values give).
+func contextNameRefusal(rule kyvernov1.Rule, e kyvernov1.ContextEntry, at string, seen map[string]bool, fromValues bool) *refusal {
 	feature := contextFeature(e)
 	switch {
-	case e.Variable == nil && e.ConfigMap == nil:
+	case e.APICall != nil && !fromValues:
+		return &refusal{feature, at, "Kyverno loads this context entry from the API server (or a service) at admission; an admission policy cannot: keep this rule under Kyverno (admitc verify reads the entry from a Kyverno test's values, as kyverno test does offline)"}
+	case e.Variable == nil && e.ConfigMap == nil && !fromValues:
 		return &refusal{feature, at, "Kyverno loads this context entry from outside the admission request (the API server, an image registry or its global context); an admission policy cannot load it: keep this rule under Kyverno"}
 	case rule.Mutation != nil && len(rule.Mutation.ForEachMutation) > 0:
 		return &refusal{feature, at, "context variables of mutate.foreach rules are not translated yet (Kyverno reloads them as each element patches the object); they are translated in validate rules and in other mutate rules: keep this rule under Kyverno"}

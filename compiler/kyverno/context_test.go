@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/admitc/admitc/compiler"
+	"github.com/admitc/admitc/ir"
 	"github.com/admitc/admitc/runtime"
 )
 
@@ -124,7 +125,7 @@ func TestContextRefusals(t *testing.T) {
 		"configMap read after a condition that can decide": {"    - {name: cm, configMap: {name: c, namespace: n}}\n", denyCMLate,
 			`p.yaml:15:7: spec.rules[0].context[0]: context.configMap: spec.rules[0].validate.deny.conditions.any[0], the first condition or pattern Kyverno evaluates, does not read "cm", so the rule can finish without loading the ConfigMap, while the API server looks up the paramRef (ConfigMap n/c) before it evaluates anything else of the policy: where the ConfigMap is missing, requests Kyverno admits would fail. Put a condition that reads "cm" first, or keep the rule under Kyverno`},
 		"apiCall": {"    - {name: cm, apiCall: {urlPath: /api/v1/namespaces}}\n", denyTeam,
-			`p.yaml:15:7: spec.rules[0].context[0]: context.apiCall: Kyverno loads this context entry from outside the admission request (the API server, an image registry or its global context); an admission policy cannot load it: keep this rule under Kyverno`},
+			`p.yaml:15:7: spec.rules[0].context[0]: context.apiCall: Kyverno loads this context entry from the API server (or a service) at admission; an admission policy cannot: keep this rule under Kyverno (admitc verify reads the entry from a Kyverno test's values, as kyverno test does offline)`},
 		"a name with a dot": {"    - {name: team.name, variable: {value: x}}\n", denyTeam,
 			`p.yaml:15:14: spec.rules[0].context[0].name: context.variable: the context variable name "team.name" is not a JMESPath identifier, which admitc needs to read it: rename it (letters, digits and _, not starting with a digit)`},
 		"a foreach element's name": {"    - {name: element0, variable: {value: x}}\n", denyTeam,
@@ -215,3 +216,56 @@ const denyCMLate = `    validate:
           - {key: "{{ request.object.metadata.name }}", operator: Equals, value: blocked}
           - {key: "{{ request.object.metadata.name }}", operator: AnyIn, value: "{{ split(cm.data.names, ',') }}"}
 `
+
+// An apiCall entry whose value a Kyverno test's values give
+// (Options.ContextValues, as admitc verify sets it) holds that value as
+// given: a constant, null kept, {{ }} never substituted (refused instead),
+// read wherever the rule reads the entry. Without a value the entry stays
+// refused.
+func TestContextValuesOfAPICalls(t *testing.T) {
+	const entry = "    - {name: team, apiCall: {urlPath: '/api/v1/namespaces/{{ request.namespace }}', jmesPath: metadata.labels.team}}\n"
+	compile := func(values map[string]any) *ir.PolicySet {
+		t.Helper()
+		opts := compiler.Options{KeepGoing: true, ContextValues: func(policy, rule, name string) (any, bool) {
+			assert.Equal(t, "r", policy)
+			assert.Equal(t, "rule", rule)
+			v, ok := values[name]
+			return v, ok
+		}}
+		set, diags := compiler.Compile([]compiler.Source{{Name: "p.yaml", Data: []byte(contextRule(entry, denyTeam))}}, opts)
+		require.Empty(t, diags)
+		return set
+	}
+	admit := func(set *ir.PolicySet) *runtime.Result {
+		t.Helper()
+		e, err := runtime.NewEngine(set)
+		require.NoError(t, err)
+		res, err := e.Admit(context.Background(), runtime.RequestFor(pod(t, `{containers: [{name: a, image: "a:1"}]}`), nil, "default"))
+		require.NoError(t, err)
+		return res
+	}
+	for value, denied := range map[string]bool{"blocked": true, "payments": false} {
+		set := compile(map[string]any{"team": value})
+		require.Empty(t, set.Skipped)
+		require.Len(t, set.Policies, 1)
+		assert.Equal(t, "kyvernoContext_team", set.Policies[0].Variables[0].Name)
+		assert.Equal(t, `"`+value+`"`, set.Policies[0].Variables[0].Expression)
+		res := admit(set)
+		assert.Equal(t, !denied, res.Allowed(), value)
+		if denied {
+			assert.Equal(t, []string{"[r.rule] team blocked may not deploy"}, res.Denials())
+		}
+	}
+	// A list, as a list query gives it: AnyIn reads its elements.
+	res := admit(compile(map[string]any{"team": []any{"search", "unassigned"}}))
+	assert.False(t, res.Allowed())
+
+	set := compile(map[string]any{"team": "{{ request.namespace }}"})
+	require.Len(t, set.Skipped, 1)
+	assert.Equal(t, "the test's values give the apiCall entry team a value holding {{, which Kyverno keeps as text and admitc would substitute: write the value without {{", set.Skipped[0].Reason)
+
+	set = compile(map[string]any{"other": "x"})
+	require.Len(t, set.Skipped, 1)
+	assert.Equal(t, "context.apiCall", set.Skipped[0].Feature)
+	assert.Contains(t, set.Skipped[0].Reason, "admitc verify reads the entry from a Kyverno test's values")
+}

@@ -46,7 +46,19 @@ type Options struct {
 	// Kinds resolves the kinds a rule matches to the resources that serve
 	// them and to their schema; nil resolves the built-in kinds only.
 	Kinds *kubeschema.Resolver
+	// ContextValues, when set, give apiCall context entries their values.
+	ContextValues ContextValues
 }
+
+// ContextValues returns the value a Kyverno test's values give the context
+// entry named entry of the rule named rule (an autogen rule by its own
+// name) of policy, and whether they give one. Offline, kyverno test
+// v1.19.1 loads no apiCall entry (store/contextloader.go: its client is
+// nil without clusterResources) and puts the values in the rule's context
+// before its entries load (store.GetPolicyRule, jsonContext.AddVariable):
+// such an entry then holds the value as given, without substitution, and
+// cannot fail.
+type ContextValues func(policy, rule, entry string) (value any, ok bool)
 
 // Read decodes one kyverno.io or policies.kyverno.io document.
 func Read(doc *source.Doc, opts Options) (*Result, diag.Diagnostics) {
@@ -55,7 +67,7 @@ func Read(doc *source.Doc, opts Options) (*Result, diag.Diagnostics) {
 	if kinds == nil {
 		kinds = kubeschema.Builtins()
 	}
-	r := &reader{doc: doc, apiVersion: doc.Field("apiVersion"), kind: doc.Field("kind"), kinds: kinds}
+	r := &reader{doc: doc, apiVersion: doc.Field("apiVersion"), kind: doc.Field("kind"), kinds: kinds, contextValues: opts.ContextValues}
 	switch {
 	case err == nil && gv.Group == Group && (gv.Version == "v1" || gv.Version == "v2beta1") && (r.kind == "ClusterPolicy" || r.kind == "Policy"):
 		// kyverno.io/v2beta1 (deprecated) holds the same fields; Kyverno's
@@ -90,6 +102,8 @@ type reader struct {
 	// configMap is the configMap context entry of the rule being lowered
 	// (nil: none).
 	configMap *configMapEntry
+	// contextValues are Options.ContextValues.
+	contextValues ContextValues
 }
 
 // origin is the origin of the field at path, or of the document.

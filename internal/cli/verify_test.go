@@ -206,7 +206,7 @@ func TestVerifyKyvernoUnsupported(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &rep))
 	assert.Equal(t, map[string]int{"passed": 1, "failed": 0, "unsupported": 7, "errors": 0, "warnings": 0, "noResponse": 0}, rep.Summary)
 	assert.Equal(t, "namespace-quota/check-quota", rep.Results[0].Test)
-	assert.Equal(t, "testdata/verify/kyverno-unsupported/api-call/policy.yaml:14:7: context.apiCall: Kyverno loads this context entry from outside the admission request (the API server, an image registry or its global context); an admission policy cannot load it: keep this rule under Kyverno", rep.Results[0].Reason)
+	assert.Equal(t, "testdata/verify/kyverno-unsupported/api-call/policy.yaml:14:7: context.apiCall: Kyverno loads this context entry from the API server (or a service) at admission; an admission policy cannot: keep this rule under Kyverno (admitc verify reads the entry from a Kyverno test's values, as kyverno test does offline)", rep.Results[0].Reason)
 	assert.Equal(t, "passed", rep.Results[1].Outcome, "the other rule of the same policy still runs")
 	assert.Contains(t, rep.Results[2].Reason, "kyverno test v1.19 does not load paramResources")
 }

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -196,4 +197,88 @@ func mergeData(into, cm *unstructured.Unstructured) error {
 		data[k] = v
 	}
 	return nil
+}
+
+// apiCallValue is the value kyverno test's context holds for the apiCall
+// entry named entry of rule of policy, given by the values file, and
+// whether it holds one (compiler.Options.ContextValues). The CLI puts the
+// global values and the policy's values for the resource in the policy
+// context (keys split at dots, each key's value merged in, a map into a
+// map), then, as the rule's context loads, the rule's values: the entry's
+// own loader never runs offline. A value that depends on the resource (the
+// policy's resource values) or on the order the CLI ranges over a Go map
+// (two keys naming the entry) is not given, and the rule is refused.
+func (s *kyvernoSuite) apiCallValue(policy, rule, entry string) (any, bool) {
+	if s.values == nil {
+		return nil, false
+	}
+	names := func(vals map[string]any) []string {
+		var out []string
+		for k := range vals {
+			if fields, err := valuesKey(k); err == nil && len(fields) > 0 && fields[0] == entry {
+				out = append(out, k)
+			}
+		}
+		return out
+	}
+	for _, vp := range s.values.Policies {
+		for _, r := range vp.Resources {
+			if vp.Name == policy && len(names(r.Values)) > 0 {
+				return nil, false
+			}
+		}
+	}
+	ctx := map[string]any{}
+	add := func(vals map[string]any, keys []string) {
+		for _, k := range keys {
+			fields, _ := valuesKey(k)
+			v, err := untypedValue(vals[k])
+			if err != nil {
+				continue
+			}
+			for i := len(fields) - 1; i >= 0; i-- {
+				v = map[string]any{fields[i]: v}
+			}
+			mergeValues(v.(map[string]any), ctx)
+		}
+	}
+	global := names(s.values.GlobalValues)
+	if len(global) > 1 {
+		return nil, false
+	}
+	add(s.values.GlobalValues, global)
+	if rv := s.ruleValues(policy, rule); rv != nil {
+		keys := names(rv)
+		if len(keys) > 1 {
+			return nil, false
+		}
+		add(rv, keys)
+	}
+	v, ok := ctx[entry]
+	return v, ok
+}
+
+// mergeValues is Kyverno's mergeMaps (pkg/engine/context/utils.go): src's
+// maps merged into dst's maps, other values replacing dst's.
+func mergeValues(src, dst map[string]any) {
+	for k, v := range src {
+		if next, ok := v.(map[string]any); ok {
+			if into, ok := dst[k].(map[string]any); ok {
+				mergeValues(next, into)
+				continue
+			}
+		}
+		dst[k] = v
+	}
+}
+
+// untypedValue is v through JSON, as Kyverno's context holds it.
+func untypedValue(v any) (any, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out any
+	err = json.Unmarshal(data, &out)
+	return out, err
 }

@@ -303,6 +303,9 @@ func diffFixture(t *testing.T, cfg diffConfig, file string, st *diffStats) {
 		t.Skip("no ClusterPolicy")
 	}
 	st.fixtures++
+	if s.values != nil && readsAPI(pols) {
+		cfg.engine = newKyvernoEngineWithValues(s)
+	}
 	var dps []diffPolicy
 	for _, p := range pols {
 		dp := s.diffPolicy(p, st)
@@ -567,4 +570,18 @@ func decodesAsKyvernoReadsPods(obj map[string]any) bool {
 		return true
 	}
 	return json.Unmarshal(data, into) == nil
+}
+
+// readsAPI says whether a rule of pols has an apiCall context entry.
+func readsAPI(pols []*kyvernov1.ClusterPolicy) bool {
+	for _, p := range pols {
+		for _, r := range p.Spec.Rules {
+			for _, e := range r.Context {
+				if e.APICall != nil {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }

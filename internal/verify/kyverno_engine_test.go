@@ -13,7 +13,10 @@ import (
 	"github.com/kyverno/kyverno/pkg/config"
 	"github.com/kyverno/kyverno/pkg/engine"
 	engineapi "github.com/kyverno/kyverno/pkg/engine/api"
+	enginecontext "github.com/kyverno/kyverno/pkg/engine/context"
+	"github.com/kyverno/kyverno/pkg/engine/factories"
 	"github.com/kyverno/kyverno/pkg/engine/jmespath"
+	imageverifycache "github.com/kyverno/kyverno/pkg/image/verification/cache"
 	utilsengine "github.com/kyverno/kyverno/pkg/utils/engine"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -38,6 +41,44 @@ type kyvernoEngine struct {
 func newKyvernoEngine() *kyvernoEngine {
 	k := &kyvernoEngine{cfg: config.NewDefaultConfiguration(false)}
 	k.eng, k.jp = compare.OfflineKyvernoEngine(k.cfg)
+	return k
+}
+
+// newKyvernoEngineWithValues is newKyvernoEngine whose context loader puts
+// in a rule's context, before its entries load, what the test's values
+// file gives the rule's apiCall entries (its global values, then the
+// rule's own), with Kyverno's AddVariable, as kyverno test's
+// makePolicyContext and store.ContextLoaderFactory do; offline, the
+// entries themselves never load.
+func newKyvernoEngineWithValues(s *kyvernoSuite) *kyvernoEngine {
+	k := &kyvernoEngine{cfg: config.NewDefaultConfiguration(false)}
+	k.jp = jmespath.New(k.cfg)
+	isCluster := false
+	loaders := func(policy kyvernov1.PolicyInterface, rule kyvernov1.Rule) engineapi.ContextLoader {
+		init := func(jc enginecontext.Interface) error {
+			apiCalls := map[string]bool{}
+			for _, e := range rule.Context {
+				apiCalls[e.Name] = e.APICall != nil
+			}
+			add := func(vals map[string]any) error {
+				for key, v := range vals {
+					if f, err := valuesKey(key); err == nil && len(f) > 0 && apiCalls[f[0]] {
+						if err := jc.AddVariable(key, v); err != nil {
+							return err
+						}
+					}
+				}
+				return nil
+			}
+			if err := add(s.values.GlobalValues); err != nil {
+				return err
+			}
+			return add(s.ruleValues(policy.GetName(), rule.Name))
+		}
+		return factories.DefaultContextLoaderFactory(nil, factories.WithInitializer(init))(policy, rule)
+	}
+	k.eng = engine.NewEngine(k.cfg, k.jp, nil, factories.DefaultRegistryClientFactory(nil, nil),
+		imageverifycache.DisabledImageVerifyCache(), loaders, nil, &isCluster)
 	return k
 }
 

@@ -65,7 +65,17 @@ func loadSuiteWith(dir string, t *kyvernoTest, crds []*apiextensionsv1.CustomRes
 	if len(t.Policies) == 0 {
 		return nil, fmt.Errorf("malformed Kyverno test: no policies")
 	}
-	if err := s.compile(t.Policies); err != nil {
+	if t.Variables != "" {
+		var v valuesFile
+		if err := s.readYAML(t.Variables, &v); err != nil {
+			return nil, fmt.Errorf("variables: %w", err)
+		}
+		s.values = &v.valuesSpec
+	}
+	// With clusterResources the CLI calls its fake cluster for an apiCall
+	// entry (store.AllowApiCall), which admitc does not: the rule is
+	// refused.
+	if err := s.compile(t.Policies, len(t.ClusterResources) == 0); err != nil {
 		return nil, err
 	}
 	var err error
@@ -74,13 +84,6 @@ func loadSuiteWith(dir string, t *kyvernoTest, crds []*apiextensionsv1.CustomRes
 	}
 	if s.params, _, err = s.objects(t.ParamResources, "paramResources"); err != nil {
 		return nil, err
-	}
-	if t.Variables != "" {
-		var v valuesFile
-		if err := s.readYAML(t.Variables, &v); err != nil {
-			return nil, fmt.Errorf("variables: %w", err)
-		}
-		s.values = &v.valuesSpec
 	}
 	if t.UserInfo != "" {
 		var u userInfoFile
@@ -135,7 +138,7 @@ func (s *kyvernoSuite) readYAML(p string, out any) error {
 // admitc cannot evaluate (their results are unsupported), and builds the
 // engines. Errors are judged as a test runner must: every CEL error fails
 // every run, as a ValidatingPolicy that does not compile fails Kyverno's.
-func (s *kyvernoSuite) compile(policies []string) error {
+func (s *kyvernoSuite) compile(policies []string, offline bool) error {
 	paths, err := s.paths(policies)
 	if err != nil {
 		return err
@@ -144,7 +147,11 @@ func (s *kyvernoSuite) compile(policies []string) error {
 	if err != nil {
 		return err
 	}
-	set, diags := compiler.Compile(sources, compiler.Options{KeepGoing: true, CRDs: s.crds})
+	opts := compiler.Options{KeepGoing: true, CRDs: s.crds}
+	if offline {
+		opts.ContextValues = s.apiCallValue
+	}
+	set, diags := compiler.Compile(sources, opts)
 	if len(diags) > 0 {
 		return fmt.Errorf("policies do not compile: %s", diags.Error())
 	}

@@ -634,6 +634,10 @@ func dynUnlessAlike(cel []string, values []any) []string {
 	return out
 }
 
+// Literal is the CEL constant of v, a JSON value (numbers float64), as
+// Kyverno's JSON context holds it.
+func Literal(v any) (string, error) { return literal(v) }
+
 func literal(v any) (string, error) {
 	switch x := v.(type) {
 	case nil:
