@@ -31,6 +31,24 @@ var functionQueries = []struct {
 	query     string
 	unordered bool
 }{
+	{"request.object.l[1:]", false},
+	{"request.object.l[:2]", false},
+	{"request.object.l[::-1]", false},
+	{"request.object.l[-2:]", false},
+	{"request.object.l[-1:0:-2]", false},
+	{"request.object.l[5:1:-1]", false},
+	{"request.object.l[1:-1:2]", false},
+	{"request.object.v[::3]", false},
+	{"request.object.k[0:0]", false},
+	{"request.object.l[::0]", false},
+	{"request.object.o[1:].a", false},
+	{"request.object.o[::-1].b", false},
+	{"request.object.{first: l[0], rest: l[1:], count: length(k), name: v}", false},
+	{"request.object.o[].{a: a, b: b}", false},
+	{"request.object.o[?b > `1`].{value: a}", false},
+	{"request.object.v.{inner: a}", false},
+	{"length(request.object.{a: v, b: w})", false},
+	{"keys(request.object.{x: l[:1], y: missing})", true},
 	{"keys(request.object.v)", true},
 	{"values(request.object.v)", true},
 	{"length(keys(request.object.v))", false},
@@ -316,4 +334,48 @@ func sortedList(t *testing.T, data []byte) []byte {
 	}
 	sort.Strings(texts)
 	return []byte("[" + strings.Join(texts, ",") + "]")
+}
+
+// Every slice of bounds and steps from -7 to 7 (omitted too) on lists of
+// 0 to 8 elements, and on values that are no list, as Kyverno's JMESPath
+// computes it.
+func TestSlicesAsKyverno(t *testing.T) {
+	jp := jmespath.New(config.NewDefaultConfiguration(false))
+	cc := celenv.NewCompiler(celenv.RuntimeVersion())
+	bounds := []string{"", "-7", "-2", "-1", "0", "1", "3", "7"}
+	var inputs []any
+	for n := 0; n <= 8; n++ {
+		l := []any{}
+		for i := 0; i < n; i++ {
+			l = append(l, fmt.Sprint("e", i))
+		}
+		inputs = append(inputs, l)
+	}
+	inputs = append(inputs, nil, "abcdef", map[string]any{"a": "b"}, 3.0)
+	compared := 0
+	for _, start := range bounds {
+		for _, stop := range bounds {
+			for _, step := range []string{"", "-3", "-2", "-1", "1", "2", "3"} {
+				q := "request.object.l[" + start + ":" + stop + ":" + step + "]"
+				fresh := 0
+				expr, err := Query(q, Scope{}, &fresh)
+				require.NoError(t, err, q)
+				res := cc.CompileCELExpression(boolExpr("dyn("+expr+")"), plugincel.OptionalVariableDeclarations{HasAuthorizer: true}, environment.NewExpressions)
+				require.Nil(t, res.Error, "%s: %s", q, expr)
+				query, err := jp.Query(q)
+				require.NoError(t, err)
+				for _, in := range inputs {
+					want, wantErr, _ := search(query, map[string]any{"request": map[string]any{"object": map[string]any{"l": in}}})
+					out, _, gotErr := res.Program.Eval(map[string]any{"object": map[string]any{"l": in}, "oldObject": nil, "request": map[string]any{"operation": "CREATE"}})
+					require.NoError(t, wantErr, q)
+					require.NoError(t, gotErr, q)
+					wantJSON, err := json.Marshal(want)
+					require.NoError(t, err)
+					require.JSONEq(t, string(wantJSON), string(celJSON(t, out)), "%s on %v", q, in)
+					compared++
+				}
+			}
+		}
+	}
+	t.Logf("%d slices of %d values: all equal", compared/len(inputs), len(inputs))
 }

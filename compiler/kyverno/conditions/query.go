@@ -244,6 +244,10 @@ func (t *translator) compound(n gojmespath.ASTNode, cur value, strict bool) (str
 		return t.function(n, cur)
 	case gojmespath.ASTMultiSelectList:
 		return t.multiSelectList(n, cur)
+	case gojmespath.ASTMultiSelectHash:
+		return t.multiSelectHash(n, cur)
+	case gojmespath.ASTSlice:
+		return t.slice(n, cur)
 	}
 	return "", t.refuse("%s is not in the subset admitc translates; %s", nodeName(n), rewriteOrKeep)
 }
@@ -684,6 +688,86 @@ func literal(v any) (string, error) {
 		return "{" + strings.Join(out, ", ") + "}", nil
 	}
 	return "", fmt.Errorf("a literal of type %T is not translated", v)
+}
+
+// multiSelectHash is ASTMultiSelectHash ({a: x, b: y}): null on null,
+// else the map of each key to its expression on cur, a missing key giving
+// null. Two pairs of one key are refused (the fork keeps the later one,
+// having evaluated both).
+func (t *translator) multiSelectHash(n gojmespath.ASTNode, cur value) (string, error) {
+	if cur.pseudo != "" {
+		return "", t.refuse("a multi-select hash applied to %s is not in the subset admitc translates; %s", pseudoName(cur.pseudo), rewriteOrKeep)
+	}
+	v := t.name()
+	seen := map[string]bool{}
+	var items []string
+	for _, pair := range n.Children {
+		key, _ := pair.Value.(string)
+		if seen[key] {
+			return "", t.refuse("the multi-select hash names the key %q twice; name each key once", key)
+		}
+		seen[key] = true
+		e, err := t.concrete(pair.Children[0], value{cel: v}, false)
+		if err != nil {
+			return "", err
+		}
+		items = append(items, quote(key)+": dyn("+e+")")
+	}
+	return bind(v, "dyn("+cur.cel+")", v+" == null ? null : dyn({"+strings.Join(items, ", ")+"})"), nil
+}
+
+// slice is ASTSlice ([start:stop:step], constants, Python's rules as the
+// fork's computeSliceParams and capSlice apply them): null on anything but
+// a list; a step of 0 is the fork's error on a list. The elements are
+// lists.range(count).map(k, list[start + k * step]), start and stop
+// computed from the list's size (the list library of Kubernetes 1.34).
+func (t *translator) slice(n gojmespath.ASTNode, cur value) (string, error) {
+	if cur.pseudo != "" {
+		return "", t.refuse("a slice applied to %s is not in the subset admitc translates; %s", pseudoName(cur.pseudo), rewriteOrKeep)
+	}
+	parts, _ := n.Value.([]*int)
+	if len(parts) != 3 {
+		return "", t.refuse("a slice of %d parts is not in the subset admitc translates; %s", len(parts), rewriteOrKeep)
+	}
+	v, size := t.name(), t.name()
+	step := 1
+	if parts[2] != nil {
+		step = *parts[2]
+	}
+	if step == 0 {
+		return bind(v, "dyn("+cur.cel+")", "dyn("+isList(v)+" ? "+raise("Invalid slice, step cannot be 0")+" : null)"), nil
+	}
+	// capped is capSlice(size, a, step) for the constant a.
+	capped := func(a int) string {
+		low, high := "0", size
+		if step < 0 {
+			low, high = "-1", size+" - 1"
+		}
+		if a < 0 {
+			return fmt.Sprintf("(%s + %d < 0 ? %s : %s + %d)", size, a, low, size, a)
+		}
+		return fmt.Sprintf("(%d >= %s ? %s : %d)", a, size, high, a)
+	}
+	start, stop := "0", size
+	if step < 0 {
+		start, stop = size+" - 1", "-1"
+	}
+	if parts[0] != nil {
+		start = capped(*parts[0])
+	}
+	if parts[1] != nil {
+		stop = capped(*parts[1])
+	}
+	st, sp := t.name(), t.name()
+	// count is how many indexes start, start+step, ... lie before stop.
+	count := fmt.Sprintf("(%s > %s ? (%s - %s - 1) / %d + 1 : 0)", sp, st, sp, st, step)
+	if step < 0 {
+		count = fmt.Sprintf("(%s > %s ? (%s - %s - 1) / %d + 1 : 0)", st, sp, st, sp, -step)
+	}
+	k := t.name()
+	body := fmt.Sprintf("dyn(lists.range(%s).map(%s, %s[%s + %s * %d]))", count, k, v, st, k, step)
+	body = bind(size, "size("+v+")", bind(st, start, bind(sp, stop, body)))
+	return bind(v, "dyn("+cur.cel+")", isList(v)+" ? "+body+" : null"), nil
 }
 
 // multiSelectList is ASTMultiSelectList ([a, b]): null on null, else the
