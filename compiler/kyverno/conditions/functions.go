@@ -55,6 +55,11 @@ var functions = map[string]jmesFunction{
 	"lookup":        {2, lowerLookup},
 	"items":         {3, lowerItems},
 	"to_number":     {1, lowerToNumber},
+	"add":           {2, func(_ *translator, a []string) string { return lowerArithmetic("add", a) }},
+	"subtract":      {2, func(_ *translator, a []string) string { return lowerArithmetic("subtract", a) }},
+	"multiply":      {2, func(_ *translator, a []string) string { return lowerArithmetic("multiply", a) }},
+	"divide":        {2, func(_ *translator, a []string) string { return lowerArithmetic("divide", a) }},
+	"modulo":        {2, func(_ *translator, a []string) string { return lowerArithmetic("modulo", a) }},
 	// Functions over an expression reference (&expr), lowered by
 	// exprefFunction: map(&expr, list), max_by(list, &expr),
 	// min_by(list, &expr).
@@ -417,4 +422,46 @@ func (t *translator) exprefFunction(name string, ref, list gojmespath.ASTNode, c
 	typed := bind(k0, first, isNumber(k0)+" ? ("+v+".all("+x+", "+isNumber(kx)+") ? "+pick(asDouble)+" : "+raise("invalid type, must be number")+") : "+
 		isString(k0)+" ? ("+v+".all("+x+", "+isString(kx)+") ? "+pick(same)+" : "+raise("invalid type, must be string")+") : "+raise("invalid type, must be number of string"))
 	return bind(v, "dyn("+l+")", isList(v)+" ? (size("+v+") == 0 ? dyn(null) : size("+v+") == 1 ? dyn("+v+"[0]) : "+typed+") : "+invalidType(name)), nil
+}
+
+// lowerArithmetic is Kyverno's add(), subtract(), multiply(), divide() and
+// modulo() (pkg/engine/jmespath/arithmetic.go): each operand a number (a
+// scalar), else a string that parses as a quantity, else one that parses
+// as a Go duration, else an error. admitc computes what it can write
+// exactly: two numbers (float64 arithmetic; modulo of whole numbers as
+// int64, a zero divisor an error), and a quantity divided by a quantity
+// (the quotient of their AsApproximateFloat64, which the API server's
+// quantity library's asApproximateFloat() is). A result that is a quantity
+// or a duration (its String() text), or an operand that is a duration,
+// raises admitc's error; an operand of another type is Kyverno's error.
+func lowerArithmetic(name string, a []string) string {
+	x, y := a[0], a[1]
+	dx, dy := "double("+x+")", "double("+y+")"
+	numbers := isNumber(x) + " && " + isNumber(y)
+	quantities := isString(x) + " && " + isString(y) + " && isQuantity(" + x + ") && isQuantity(" + y + ")"
+	valid := "(" + isNumber(x) + " || " + isString(x) + ") && (" + isNumber(y) + " || " + isString(y) + ")"
+	notWritten := raise("admitc does not compute " + name + "() of a quantity or a duration, whose result Kyverno writes as its text")
+	zero := raise("Zero divisor passed to " + name + "()")
+	var num string
+	switch name {
+	case "add":
+		num = dx + " + " + dy
+	case "subtract":
+		num = dx + " - " + dy
+	case "multiply":
+		num = dx + " * " + dy
+	case "divide":
+		num = "(" + dy + " == 0.0 ? " + zero + " : " + dx + " / " + dy + ")"
+	case "modulo":
+		// Kyverno's int64() of a number beyond int64 is the platform's,
+		// and no longer equals it: CEL's int() fails there too.
+		whole := "double(int(" + dx + ")) == " + dx + " && double(int(" + dy + ")) == " + dy
+		num = "(" + whole + " ? (int(" + dy + ") == 0 ? " + zero + " : double(int(" + dx + ") % int(" + dy + "))) : " + raise("Non-integer argument(s) passed to modulo()") + ")"
+	}
+	out := numbers + " ? " + num + " : "
+	if name == "divide" {
+		fx, fy := "quantity("+x+").asApproximateFloat()", "quantity("+y+").asApproximateFloat()"
+		out += quantities + " ? (" + fy + " == 0.0 ? " + zero + " : " + fx + " / " + fy + ") : "
+	}
+	return out + valid + " ? " + notWritten + " : " + raise("invalid operand for "+name+"()")
 }

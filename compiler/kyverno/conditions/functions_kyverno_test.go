@@ -31,6 +31,15 @@ var functionQueries = []struct {
 	query     string
 	unordered bool
 }{
+	{"add(request.object.n, request.object.v)", false},
+	{"subtract(request.object.v, request.object.n)", false},
+	{"multiply(request.object.n, request.object.n)", false},
+	{"divide(request.object.v, request.object.n)", false},
+	{"divide(request.object.w, request.object.v)", false},
+	{"modulo(request.object.n, request.object.v)", false},
+	{"modulo(request.object.v, `3`)", false},
+	{"request.object.k[].divide(@, `2`)", false},
+	{"request.object.o[].add(b, `0.5`)", false},
 	{"request.object.l[1:]", false},
 	{"request.object.l[:2]", false},
 	{"request.object.l[::-1]", false},
@@ -378,4 +387,57 @@ func TestSlicesAsKyverno(t *testing.T) {
 		}
 	}
 	t.Logf("%d slices of %d values: all equal", compared/len(inputs), len(inputs))
+}
+
+// Kyverno's arithmetic on every pair of operands from numbers (whole,
+// fractions, negative, zero, large), quantity texts, duration texts, other
+// texts and other types: the CEL gives Kyverno's value or fails with it,
+// or raises admitc's error where Kyverno writes a quantity or a duration.
+func TestArithmeticAsKyverno(t *testing.T) {
+	jp := jmespath.New(config.NewDefaultConfiguration(false))
+	cc := celenv.NewCompiler(celenv.RuntimeVersion())
+	operands := []any{0, 1, 3, -7, 2.5, -0.5, 1e20, -9.5e18, 9007199254740993, 0.1,
+		"1", "0", "1.5", "500m", "2Gi", "1e3", "-1", "1Ki", ".5", "Ki", "100M", "0.000001", "1E-3",
+		"1h", "30s", "0s", "", "abc", "1 ", nil, true, []any{1}, map[string]any{"a": 1}}
+	counts := map[string]int{}
+	for _, fn := range []string{"add", "subtract", "multiply", "divide", "modulo"} {
+		q := fn + "(request.object.x, request.object.y)"
+		fresh := 0
+		expr, err := Query(q, Scope{}, &fresh)
+		require.NoError(t, err, q)
+		res := cc.CompileCELExpression(boolExpr("dyn("+expr+")"), plugincel.OptionalVariableDeclarations{HasAuthorizer: true}, environment.NewExpressions)
+		require.Nil(t, res.Error, "%s: %s", q, expr)
+		query, err := jp.Query(q)
+		require.NoError(t, err)
+		for _, x := range operands {
+			for _, y := range operands {
+				data, err := json.Marshal(map[string]any{"x": x, "y": y})
+				require.NoError(t, err)
+				var kyvernoObj, celObj map[string]any
+				require.NoError(t, json.Unmarshal(data, &kyvernoObj))
+				require.NoError(t, json.Unmarshal(data, &celObj))
+				want, wantErr, panicked := search(query, map[string]any{"request": map[string]any{"object": kyvernoObj}})
+				require.False(t, panicked)
+				out, _, gotErr := res.Program.Eval(map[string]any{"object": intsAsInt64(celObj), "oldObject": nil, "request": map[string]any{"operation": "CREATE"}})
+				if gotErr == nil && types.IsError(out) {
+					gotErr = fmt.Errorf("%v", out)
+				}
+				switch {
+				case gotErr != nil && wantErr != nil:
+					counts["both fail"]++
+					continue
+				case gotErr != nil && wantErr == nil && strings.Contains(gotErr.Error(), "admitc does not"):
+					counts["admitc refuses at evaluation"]++
+					continue
+				}
+				require.Equal(t, wantErr != nil, gotErr != nil, "%s on %s: Kyverno %v (%v), CEL %v (%v)", q, data, want, wantErr, out, gotErr)
+				wantJSON, err := json.Marshal(want)
+				require.NoError(t, err)
+				require.JSONEq(t, string(wantJSON), string(celJSON(t, out)), "%s on %s", q, data)
+				counts["equal"]++
+			}
+		}
+	}
+	t.Logf("5 functions on %d x %d operands: %v", len(operands), len(operands), counts)
+	require.Greater(t, counts["equal"], 500)
 }
