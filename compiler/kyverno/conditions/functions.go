@@ -60,6 +60,9 @@ var functions = map[string]jmesFunction{
 	"multiply":      {2, func(_ *translator, a []string) string { return lowerArithmetic("multiply", a) }},
 	"divide":        {2, func(_ *translator, a []string) string { return lowerArithmetic("divide", a) }},
 	"modulo":        {2, func(_ *translator, a []string) string { return lowerArithmetic("modulo", a) }},
+	"sum":           {1, lowerSum},
+	"avg":           {1, lowerAvg},
+	"merge":         {variadic, lowerMerge},
 	// Functions over an expression reference (&expr), lowered by
 	// exprefFunction: map(&expr, list), max_by(list, &expr),
 	// min_by(list, &expr).
@@ -464,4 +467,57 @@ func lowerArithmetic(name string, a []string) string {
 		out += quantities + " ? (" + fy + " == 0.0 ? " + zero + " : " + fx + " / " + fy + ") : "
 	}
 	return out + valid + " ? " + notWritten + " : " + raise("invalid operand for "+name+"()")
+}
+
+// lowerSum is Kyverno's sum(list): the first element added to by each
+// next one as add() adds (an empty list, or one not a list, an error; one
+// element is itself, whatever its type). A list of numbers is summed as
+// float64 in order (the list library's sum() adds in order from 0.0, and
+// 0.0 + x is x); a sum of quantities or durations raises admitc's error,
+// as add() does.
+func lowerSum(t *translator, a []string) string {
+	l, x := a[0], t.name()
+	numbers := l + ".all(" + x + ", " + isNumber(x) + ")"
+	texts := l + ".all(" + x + ", " + isNumber(x) + " || " + isString(x) + ")"
+	return isList(l) + " ? (size(" + l + ") == 0 ? " + raise("at least one element in the array is required for sum()") + " : size(" + l + ") == 1 ? dyn(" + l + "[0]) : " +
+		numbers + " ? dyn(" + l + ".map(" + x + ", double(" + x + ")).sum()) : " + texts + " ? " + raise("admitc does not compute sum() of quantities or durations, whose result Kyverno writes as its text") + " : " + raise("invalid operand for sum()") + ") : " + invalidType("sum")
+}
+
+// lowerAvg is the fork's avg(list of numbers): their float64 sum, in
+// order from 0.0, over their count; the NaN of an empty list raises
+// admitc's error.
+func lowerAvg(t *translator, a []string) string {
+	l, x := a[0], t.name()
+	return isList(l) + " && " + l + ".all(" + x + ", " + isNumber(x) + ") ? (size(" + l + ") == 0 ? " + raise("admitc does not compute avg() of an empty list (NaN)") + " : " +
+		l + ".map(" + x + ", double(" + x + ")).sum() / double(size(" + l + "))) : " + invalidType("avg")
+}
+
+// lowerMerge is the fork's merge(map, ...): every key of the maps, with
+// the value of the last map holding it. CEL builds it from the list of
+// keys, each once (a key is taken from the last map holding it), with
+// transformMapEntry (Kubernetes 1.32).
+func lowerMerge(t *translator, a []string) string {
+	var keys []string
+	for i, m := range a {
+		k := t.name()
+		later := ""
+		for _, n := range a[i+1:] {
+			later += " && !(" + k + " in " + n + ")"
+		}
+		if later == "" {
+			keys = append(keys, m+".map("+k+", "+k+")")
+		} else {
+			keys = append(keys, m+".map("+k+", "+k+").filter("+k+", true"+later+")")
+		}
+	}
+	i, k := t.name(), t.name()
+	value := "dyn(" + a[0] + "[" + k + "])"
+	for _, m := range a[1:] {
+		value = k + " in " + m + " ? dyn(" + m + "[" + k + "]) : " + value
+	}
+	var maps []string
+	for _, m := range a {
+		maps = append(maps, "type("+m+") == map")
+	}
+	return strings.Join(maps, " && ") + " ? dyn((" + strings.Join(keys, " + ") + ").transformMapEntry(" + i + ", " + k + ", {" + k + ": " + value + "})) : " + invalidType("merge")
 }
