@@ -60,7 +60,7 @@ type checkJob struct {
 // readFile parses and lowers one file, preparing the checks of its policies.
 func readFile(src Source, opts Options, kinds *kubeschema.Resolver) *fileWork {
 	start := time.Now()
-	r := &reader{file: src.Name, lines: strings.Split(string(src.Data), "\n"), exprNodes: map[string]field{}, kinds: kinds, contextValues: opts.ContextValues}
+	r := &reader{file: src.Name, lines: strings.Split(string(src.Data), "\n"), exprNodes: map[string]field{}, kinds: kinds, contextValues: opts.ContextValues, kyvernoRoles: opts.KyvernoRoles}
 	fw := &fileWork{r: r, budget: &fileBudget{limit: opts.Budget.withDefaults().Time}}
 	defer fw.budget.add(start)
 	decls, foreign := r.parse(src.Data)

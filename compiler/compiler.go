@@ -50,6 +50,12 @@ type Options struct {
 	// and so does admitc verify (see kyverno.ContextValues). Nil: every
 	// apiCall entry is refused.
 	ContextValues kyverno.ContextValues
+	// KyvernoRoles are the requesting user's roles and cluster roles,
+	// which Kyverno resolves from RBAC at admission and kyverno test takes
+	// from a test's userinfo file: a Kyverno rule's roles and clusterRoles
+	// filters are decided for them (admitc verify sets them). Nil: such a
+	// rule is refused.
+	KyvernoRoles *kyverno.UserRoles
 }
 
 // ForgetCaches drops what compiling kept for the next compile: the

@@ -85,7 +85,7 @@ func (r *reader) readForeign(n *yaml.Node) (foreignDoc, bool) {
 		}
 		return foreignDoc{policies: oneOrNone(res.Policy), binding: res.Binding, kind: res.ConstraintKind, constraint: res.Binding != nil, doc: doc}, true
 	case kyverno.Group, kyverno.PoliciesGroup:
-		res, ds := kyverno.Read(doc, kyverno.Options{Kinds: r.kinds, ContextValues: r.contextValues})
+		res, ds := kyverno.Read(doc, kyverno.Options{Kinds: r.kinds, ContextValues: r.contextValues, Roles: r.kyvernoRoles})
 		r.diags = append(r.diags, ds...)
 		if len(ds) > 0 || res == nil {
 			return foreignDoc{}, false

@@ -33,6 +33,8 @@ type reader struct {
 	kinds *kubeschema.Resolver
 	// contextValues are Options.ContextValues.
 	contextValues kyverno.ContextValues
+	// kyvernoRoles are Options.KyvernoRoles.
+	kyvernoRoles *kyverno.UserRoles
 }
 
 func (r *reader) origin(n *yaml.Node, path string) ir.Origin {

@@ -48,6 +48,18 @@ type Options struct {
 	Kinds *kubeschema.Resolver
 	// ContextValues, when set, give apiCall context entries their values.
 	ContextValues ContextValues
+	// Roles, when set, are the requesting user's roles and cluster roles
+	// (a Kyverno test's userinfo file): a rule's roles and clusterRoles
+	// filters are decided for them. Nil: such a rule is refused.
+	Roles *UserRoles
+}
+
+// UserRoles are the roles and cluster roles Kyverno resolves for the
+// requesting user from RoleBindings and ClusterRoleBindings; offline,
+// kyverno test takes them from the test's userinfo file (none without
+// one).
+type UserRoles struct {
+	Roles, ClusterRoles []string
 }
 
 // ContextValues returns the value a Kyverno test's values give the context
@@ -67,7 +79,7 @@ func Read(doc *source.Doc, opts Options) (*Result, diag.Diagnostics) {
 	if kinds == nil {
 		kinds = kubeschema.Builtins()
 	}
-	r := &reader{doc: doc, apiVersion: doc.Field("apiVersion"), kind: doc.Field("kind"), kinds: kinds, contextValues: opts.ContextValues}
+	r := &reader{doc: doc, apiVersion: doc.Field("apiVersion"), kind: doc.Field("kind"), kinds: kinds, contextValues: opts.ContextValues, roles: opts.Roles}
 	switch {
 	case err == nil && gv.Group == Group && (gv.Version == "v1" || gv.Version == "v2beta1") && (r.kind == "ClusterPolicy" || r.kind == "Policy"):
 		// kyverno.io/v2beta1 (deprecated) holds the same fields; Kyverno's
@@ -104,6 +116,8 @@ type reader struct {
 	configMap *configMapEntry
 	// contextValues are Options.ContextValues.
 	contextValues ContextValues
+	// roles are Options.Roles.
+	roles *UserRoles
 }
 
 // origin is the origin of the field at path, or of the document.

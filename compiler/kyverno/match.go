@@ -3,6 +3,7 @@ package kyverno
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -68,8 +69,10 @@ func withFix(why, fix string) string {
 // lowerMatch lowers a rule's match and exclude; policyNamespace is a
 // namespaced Policy's namespace, whose rules see only objects in it.
 func (r *reader) lowerMatch(rule kyvernov1.Rule, path, policyNamespace string) (loweredMatch, *refusal) {
-	if f := userInfoRefusal(rule, path); f != nil {
-		return loweredMatch{}, f
+	if r.roles == nil {
+		if f := userInfoRefusal(rule, path); f != nil {
+			return loweredMatch{}, f
+		}
 	}
 	match := filters(&rule.MatchResources)
 	sel, f := namespaceSelector(rule, path)
@@ -91,10 +94,10 @@ func (r *reader) lowerMatch(rule kyvernov1.Rule, path, policyNamespace string) (
 	}
 	var ms []string
 	for _, m := range match {
-		ms = append(ms, paren(filterCEL(m, true)))
+		ms = append(ms, paren(filterCEL(m, r.roles)))
 	}
 	parts = append(parts, paren(strings.Join(ms, joiner)))
-	if ex := excludeCEL(rule.ExcludeResources); ex != "" {
+	if ex := excludeCEL(rule.ExcludeResources, r.roles); ex != "" {
 		parts = append(parts, "!"+paren(ex))
 	}
 	out.condition = strings.Join(parts, " && ")
@@ -121,7 +124,7 @@ func simple(rule kyvernov1.Rule, match kyvernov1.ResourceFilters) bool {
 	}
 	d := match[0]
 	if d.Name != "" || len(d.Names) > 0 || len(d.Namespaces) > 0 || d.Annotations != nil || d.Selector != nil || d.NamespaceSelector != nil ||
-		len(d.Subjects) > 0 || len(d.Kinds) == 0 {
+		len(d.Subjects) > 0 || len(d.Roles) > 0 || len(d.ClusterRoles) > 0 || len(d.Kinds) == 0 {
 		return false
 	}
 	for _, k := range d.Kinds {
@@ -161,6 +164,7 @@ func matchConditionCause(rule kyvernov1.Rule, path, policyNamespace string) stri
 		{d.Name != "", "resources.name"}, {len(d.Names) > 0, "resources.names"}, {len(d.Namespaces) > 0, "resources.namespaces"},
 		{d.Annotations != nil, "resources.annotations"}, {d.Selector != nil, "resources.selector"},
 		{d.NamespaceSelector != nil, "resources.namespaceSelector"}, {len(match[0].Subjects) > 0, "subjects"},
+		{len(d.Roles) > 0, "roles"}, {len(d.ClusterRoles) > 0, "clusterRoles"},
 	} {
 		if f.set {
 			return at + "." + f.field
@@ -176,6 +180,21 @@ func isEmptyMatch(m *kyvernov1.MatchResources) bool {
 	return len(m.Any) == 0 && len(m.All) == 0 && m.ResourceDescription.IsEmpty() && len(m.Roles) == 0 && len(m.ClusterRoles) == 0 && len(m.Subjects) == 0
 }
 
+// rolesMatch is Kyverno's checkUserInfo for roles and clusterRoles
+// (pkg/utils/match/match.go): each list the filter names holds one of the
+// user's, compared exactly.
+func rolesMatch(ui kyvernov1.UserInfo, user *UserRoles) bool {
+	holdsOne := func(filter, users []string) bool {
+		for _, u := range users {
+			if slices.Contains(filter, u) {
+				return true
+			}
+		}
+		return false
+	}
+	return (len(ui.Roles) == 0 || holdsOne(ui.Roles, user.Roles)) && (len(ui.ClusterRoles) == 0 || holdsOne(ui.ClusterRoles, user.ClusterRoles))
+}
+
 // userInfoRefusal refuses roles and clusterRoles: Kyverno resolves them
 // from RoleBindings at admission, which a CEL expression cannot see.
 func userInfoRefusal(rule kyvernov1.Rule, path string) *refusal {
@@ -185,7 +204,7 @@ func userInfoRefusal(rule kyvernov1.Rule, path string) *refusal {
 		}
 		for _, f := range append(kyvernov1.ResourceFilters{{UserInfo: m.UserInfo}}, append(m.Any, m.All...)...) {
 			if len(f.Roles) > 0 || len(f.ClusterRoles) > 0 {
-				return &refusal{"roles and clusterRoles", at, "Kyverno resolves a user's roles from RoleBindings and ClusterRoleBindings at admission; an admission policy sees only the user's name and groups (use subjects)"}
+				return &refusal{"roles and clusterRoles", at, "Kyverno resolves a user's roles from RoleBindings and ClusterRoleBindings at admission; an admission policy sees only the user's name and groups (use subjects; admitc verify decides roles for a Kyverno test's userinfo file, as kyverno test does)"}
 			}
 		}
 		return nil
@@ -234,7 +253,7 @@ func namespaceSelector(rule kyvernov1.Rule, path string) (*metav1.LabelSelector,
 // excludeCEL is true when the exclude excludes the request: any filter
 // (any), every filter (all), or the legacy block; an empty filter excludes
 // nothing.
-func excludeCEL(e *kyvernov1.MatchResources) string {
+func excludeCEL(e *kyvernov1.MatchResources, roles *UserRoles) string {
 	if e == nil || isEmptyMatch(e) {
 		return ""
 	}
@@ -244,14 +263,16 @@ func excludeCEL(e *kyvernov1.MatchResources) string {
 	}
 	var parts []string
 	for _, f := range filters(e) {
-		parts = append(parts, paren(filterCEL(f, false)))
+		parts = append(parts, paren(filterCEL(f, roles)))
 	}
 	return strings.Join(parts, joiner)
 }
 
 // filterCEL is true when one resource filter matches the request
-// (doesResourceMatchConditionBlock). An empty filter never matches.
-func filterCEL(f kyvernov1.ResourceFilter, inMatch bool) string {
+// (doesResourceMatchConditionBlock). An empty filter never matches. Its
+// roles and clusterRoles are decided for the user's roles (nil only where
+// the rule has none: lowerMatch refuses them otherwise).
+func filterCEL(f kyvernov1.ResourceFilter, roles *UserRoles) string {
 	d := f.ResourceDescription
 	if d.IsEmpty() && len(f.Subjects) == 0 && len(f.Roles) == 0 && len(f.ClusterRoles) == 0 {
 		return "false"
@@ -292,6 +313,9 @@ func filterCEL(f kyvernov1.ResourceFilter, inMatch bool) string {
 	}
 	if len(f.Subjects) > 0 {
 		parts = append(parts, subjectsCEL(f))
+	}
+	if (len(f.Roles) > 0 || len(f.ClusterRoles) > 0) && roles != nil {
+		parts = append(parts, strconv.FormatBool(rolesMatch(f.UserInfo, roles)))
 	}
 	if len(parts) == 0 {
 		return "true"

@@ -174,6 +174,9 @@ func (s *kyvernoSuite) kyvernoUser() *kyvernov2.RequestInfo {
 	if s.user != nil {
 		info.AdmissionUserInfo = authenticationv1.UserInfo{Username: s.user.GetName(), UID: s.user.GetUID(), Groups: s.user.GetGroups()}
 	}
+	if s.roles != nil {
+		info.Roles, info.ClusterRoles = s.roles.Roles, s.roles.ClusterRoles
+	}
 	return info
 }
 

@@ -39,6 +39,8 @@ type kyvernoSuite struct {
 	params            []*unstructured.Unstructured
 	values            *valuesSpec
 	user              user.Info
+	// roles are the user's roles and cluster roles (the userinfo file's).
+	roles *kyverno.UserRoles
 	// library is what Kyverno's resource and globalContext libraries read
 	// (nil: nothing).
 	library *runtime.StaticObjects
@@ -72,10 +74,20 @@ func loadSuiteWith(dir string, t *kyvernoTest, crds []*apiextensionsv1.CustomRes
 		}
 		s.values = &v.valuesSpec
 	}
+	roles := &kyverno.UserRoles{}
+	if t.UserInfo != "" {
+		var u userInfoFile
+		if err := s.readYAML(t.UserInfo, &u); err != nil {
+			return nil, fmt.Errorf("userinfo: %w", err)
+		}
+		s.user = &user.DefaultInfo{Name: u.UserInfo.Username, UID: u.UserInfo.UID, Groups: u.UserInfo.Groups}
+		roles = &kyverno.UserRoles{Roles: u.Roles, ClusterRoles: u.ClusterRoles}
+	}
+	s.roles = roles
 	// With clusterResources the CLI calls its fake cluster for an apiCall
 	// entry (store.AllowApiCall), which admitc does not: the rule is
 	// refused.
-	if err := s.compile(t.Policies, len(t.ClusterResources) == 0); err != nil {
+	if err := s.compile(t.Policies, len(t.ClusterResources) == 0, roles); err != nil {
 		return nil, err
 	}
 	var err error
@@ -84,13 +96,6 @@ func loadSuiteWith(dir string, t *kyvernoTest, crds []*apiextensionsv1.CustomRes
 	}
 	if s.params, _, err = s.objects(t.ParamResources, "paramResources"); err != nil {
 		return nil, err
-	}
-	if t.UserInfo != "" {
-		var u userInfoFile
-		if err := s.readYAML(t.UserInfo, &u); err != nil {
-			return nil, fmt.Errorf("userinfo: %w", err)
-		}
-		s.user = &user.DefaultInfo{Name: u.UserInfo.Username, UID: u.UserInfo.UID, Groups: u.UserInfo.Groups}
 	}
 	if s.library, err = s.readLibrary(t); err != nil {
 		return nil, err
@@ -138,7 +143,7 @@ func (s *kyvernoSuite) readYAML(p string, out any) error {
 // admitc cannot evaluate (their results are unsupported), and builds the
 // engines. Errors are judged as a test runner must: every CEL error fails
 // every run, as a ValidatingPolicy that does not compile fails Kyverno's.
-func (s *kyvernoSuite) compile(policies []string, offline bool) error {
+func (s *kyvernoSuite) compile(policies []string, offline bool, roles *kyverno.UserRoles) error {
 	paths, err := s.paths(policies)
 	if err != nil {
 		return err
@@ -147,7 +152,9 @@ func (s *kyvernoSuite) compile(policies []string, offline bool) error {
 	if err != nil {
 		return err
 	}
-	opts := compiler.Options{KeepGoing: true, CRDs: s.crds}
+	// The test's user's roles decide a rule's roles and clusterRoles, as
+	// kyverno test's RequestInfo does (none without a userinfo file).
+	opts := compiler.Options{KeepGoing: true, CRDs: s.crds, KyvernoRoles: roles}
 	if offline {
 		opts.ContextValues = s.apiCallValue
 	}
