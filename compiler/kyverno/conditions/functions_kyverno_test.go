@@ -11,7 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
 	"github.com/kyverno/kyverno/pkg/config"
 	"github.com/kyverno/kyverno/pkg/engine/jmespath"
 	"github.com/stretchr/testify/require"
@@ -207,13 +209,7 @@ func TestFunctionsAsKyverno(t *testing.T) {
 	counts := map[string]int{}
 	equal, bothFail := map[string]int{}, map[string]int{}
 	for _, q := range functionQueries {
-		fresh := 0
-		expr, err := Query(q.query, Scope{}, &fresh)
-		require.NoError(t, err, q.query)
-		res := cc.CompileCELExpression(boolExpr("dyn("+expr+")"), plugincel.OptionalVariableDeclarations{HasAuthorizer: true}, environment.NewExpressions)
-		require.Nil(t, res.Error, "%s: %s", q.query, expr)
-		query, err := jp.Query(q.query)
-		require.NoError(t, err)
+		both := bothSides(t, jp, cc, q.query)
 		for n := 0; n < 1000; n++ {
 			obj := map[string]any{}
 			for _, k := range []string{"v", "w", "l"} {
@@ -269,19 +265,12 @@ func TestFunctionsAsKyverno(t *testing.T) {
 			}
 			data, err := json.Marshal(obj)
 			require.NoError(t, err)
-			var kyvernoObj, celObj map[string]any
-			require.NoError(t, json.Unmarshal(data, &kyvernoObj))
-			require.NoError(t, json.Unmarshal(data, &celObj))
-			want, wantErr, panicked := search(query, map[string]any{"request": map[string]any{"object": kyvernoObj}})
+			want, wantErr, panicked, out, gotErr := both.eval(t, data)
 			if panicked {
 				// The fork's contains() compares list elements with ==,
-				// which panics on two maps.
+				// which panics on two maps; merge() asserts a map.
 				counts["Kyverno panics"]++
 				continue
-			}
-			out, _, gotErr := res.Program.Eval(map[string]any{"object": intsAsInt64(celObj), "oldObject": nil, "request": map[string]any{"operation": "CREATE"}})
-			if gotErr == nil && types.IsError(out) {
-				gotErr = fmt.Errorf("%v", out)
 			}
 			switch {
 			case gotErr != nil && wantErr != nil:
@@ -310,6 +299,43 @@ func TestFunctionsAsKyverno(t *testing.T) {
 	t.Logf("%d queries on 1,000 objects each: %v", len(functionQueries), counts)
 	require.Greater(t, counts["equal"], 7000)
 	require.Greater(t, counts["both fail"], 10000)
+}
+
+// sides is a query as Kyverno's JMESPath runs it and as its translation
+// does, on the same JSON document (each side reads it as it reads JSON:
+// Kyverno numbers as float64, CEL whole numbers as int64).
+type sides struct {
+	query   jmespath.Query
+	program cel.Program
+}
+
+func bothSides(t *testing.T, jp jmespath.Interface, cc *celenv.Compiler, q string) sides {
+	t.Helper()
+	fresh := 0
+	expr, err := Query(q, Scope{}, &fresh)
+	require.NoError(t, err, q)
+	res := cc.CompileCELExpression(boolExpr("dyn("+expr+")"), plugincel.OptionalVariableDeclarations{HasAuthorizer: true}, environment.NewExpressions)
+	require.Nil(t, res.Error, "%s: %s", q, expr)
+	query, err := jp.Query(q)
+	require.NoError(t, err)
+	return sides{query: query, program: res.Program}
+}
+
+// eval runs both sides on the object obj (request.object), given as JSON.
+func (b sides) eval(t *testing.T, data []byte) (want any, wantErr error, panicked bool, got ref.Val, gotErr error) {
+	t.Helper()
+	var kyvernoObj, celObj map[string]any
+	require.NoError(t, json.Unmarshal(data, &kyvernoObj))
+	require.NoError(t, json.Unmarshal(data, &celObj))
+	want, wantErr, panicked = search(b.query, map[string]any{"request": map[string]any{"object": kyvernoObj}})
+	if panicked {
+		return
+	}
+	got, _, gotErr = b.program.Eval(map[string]any{"object": intsAsInt64(celObj), "oldObject": nil, "request": map[string]any{"operation": "CREATE"}})
+	if gotErr == nil && types.IsError(got) {
+		gotErr = fmt.Errorf("%v", got)
+	}
+	return
 }
 
 // search runs a Kyverno query, reporting a panic.
@@ -375,16 +401,11 @@ func TestSlicesAsKyverno(t *testing.T) {
 		for _, stop := range bounds {
 			for _, step := range []string{"", "-3", "-2", "-1", "1", "2", "3"} {
 				q := "request.object.l[" + start + ":" + stop + ":" + step + "]"
-				fresh := 0
-				expr, err := Query(q, Scope{}, &fresh)
-				require.NoError(t, err, q)
-				res := cc.CompileCELExpression(boolExpr("dyn("+expr+")"), plugincel.OptionalVariableDeclarations{HasAuthorizer: true}, environment.NewExpressions)
-				require.Nil(t, res.Error, "%s: %s", q, expr)
-				query, err := jp.Query(q)
-				require.NoError(t, err)
+				both := bothSides(t, jp, cc, q)
 				for _, in := range inputs {
-					want, wantErr, _ := search(query, map[string]any{"request": map[string]any{"object": map[string]any{"l": in}}})
-					out, _, gotErr := res.Program.Eval(map[string]any{"object": map[string]any{"l": in}, "oldObject": nil, "request": map[string]any{"operation": "CREATE"}})
+					data, err := json.Marshal(map[string]any{"l": in})
+					require.NoError(t, err)
+					want, wantErr, _, out, gotErr := both.eval(t, data)
 					require.NoError(t, wantErr, q)
 					require.NoError(t, gotErr, q)
 					wantJSON, err := json.Marshal(want)
@@ -411,26 +432,13 @@ func TestArithmeticAsKyverno(t *testing.T) {
 	counts := map[string]int{}
 	for _, fn := range []string{"add", "subtract", "multiply", "divide", "modulo"} {
 		q := fn + "(request.object.x, request.object.y)"
-		fresh := 0
-		expr, err := Query(q, Scope{}, &fresh)
-		require.NoError(t, err, q)
-		res := cc.CompileCELExpression(boolExpr("dyn("+expr+")"), plugincel.OptionalVariableDeclarations{HasAuthorizer: true}, environment.NewExpressions)
-		require.Nil(t, res.Error, "%s: %s", q, expr)
-		query, err := jp.Query(q)
-		require.NoError(t, err)
+		both := bothSides(t, jp, cc, q)
 		for _, x := range operands {
 			for _, y := range operands {
 				data, err := json.Marshal(map[string]any{"x": x, "y": y})
 				require.NoError(t, err)
-				var kyvernoObj, celObj map[string]any
-				require.NoError(t, json.Unmarshal(data, &kyvernoObj))
-				require.NoError(t, json.Unmarshal(data, &celObj))
-				want, wantErr, panicked := search(query, map[string]any{"request": map[string]any{"object": kyvernoObj}})
+				want, wantErr, panicked, out, gotErr := both.eval(t, data)
 				require.False(t, panicked)
-				out, _, gotErr := res.Program.Eval(map[string]any{"object": intsAsInt64(celObj), "oldObject": nil, "request": map[string]any{"operation": "CREATE"}})
-				if gotErr == nil && types.IsError(out) {
-					gotErr = fmt.Errorf("%v", out)
-				}
 				switch {
 				case gotErr != nil && wantErr != nil:
 					counts["both fail"]++
