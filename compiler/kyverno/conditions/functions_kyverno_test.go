@@ -380,9 +380,9 @@ func sortedList(t *testing.T, data []byte) []byte {
 	return []byte("[" + strings.Join(texts, ",") + "]")
 }
 
-// Every slice of bounds and steps from -7 to 7 (omitted too) on lists of
-// 0 to 8 elements, and on values that are no list, as Kyverno's JMESPath
-// computes it.
+// Every slice whose bounds are -7, -2, -1, 0, 1, 3, 7 or omitted and whose
+// step is ±1, ±2, ±3 or omitted, on lists of 0 to 8 elements and on values
+// that are no list, as Kyverno's JMESPath computes it.
 func TestSlicesAsKyverno(t *testing.T) {
 	jp := jmespath.New(config.NewDefaultConfiguration(false))
 	cc := celenv.NewCompiler(celenv.RuntimeVersion())
