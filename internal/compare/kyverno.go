@@ -61,10 +61,16 @@ func NewKyverno(stream []byte) (*Kyverno, error) {
 // OfflineKyvernoEngine is Kyverno's engine as its CLI runs it offline
 // (kyverno test, kyverno apply): no cluster client, no image verification.
 func OfflineKyvernoEngine(cfg config.Configuration) (engineapi.Engine, jmespath.Interface) {
+	return OfflineKyvernoEngineWith(cfg, factories.DefaultContextLoaderFactory(nil))
+}
+
+// OfflineKyvernoEngineWith is OfflineKyvernoEngine with the context loader
+// loaders (kyverno test's, say, which puts a values file in the context).
+func OfflineKyvernoEngineWith(cfg config.Configuration, loaders engineapi.ContextLoaderFactory) (engineapi.Engine, jmespath.Interface) {
 	jp := jmespath.New(cfg)
 	isCluster := false
 	eng := engine.NewEngine(cfg, jp, nil, factories.DefaultRegistryClientFactory(nil, nil),
-		imageverifycache.DisabledImageVerifyCache(), factories.DefaultContextLoaderFactory(nil), nil, &isCluster)
+		imageverifycache.DisabledImageVerifyCache(), loaders, nil, &isCluster)
 	return eng, jp
 }
 

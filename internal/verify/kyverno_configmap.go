@@ -2,12 +2,12 @@ package verify
 
 import (
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/admitc/admitc/ir"
 )
@@ -232,10 +232,10 @@ func (s *kyvernoSuite) apiCallValue(policy, rule, entry string) (any, bool) {
 	add := func(vals map[string]any, keys []string) {
 		for _, k := range keys {
 			fields, _ := valuesKey(k)
-			v, err := untypedValue(vals[k])
-			if err != nil {
-				continue
-			}
+			// A copy: merging into it must not write into the test's
+			// values (the values file is JSON-decoded, so DeepCopyJSONValue
+			// takes every value it holds).
+			v := k8sruntime.DeepCopyJSONValue(vals[k])
 			for i := len(fields) - 1; i >= 0; i-- {
 				v = map[string]any{fields[i]: v}
 			}
@@ -270,15 +270,4 @@ func mergeValues(src, dst map[string]any) {
 		}
 		dst[k] = v
 	}
-}
-
-// untypedValue is v through JSON, as Kyverno's context holds it.
-func untypedValue(v any) (any, error) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	var out any
-	err = json.Unmarshal(data, &out)
-	return out, err
 }

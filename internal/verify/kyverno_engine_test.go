@@ -16,7 +16,6 @@ import (
 	enginecontext "github.com/kyverno/kyverno/pkg/engine/context"
 	"github.com/kyverno/kyverno/pkg/engine/factories"
 	"github.com/kyverno/kyverno/pkg/engine/jmespath"
-	imageverifycache "github.com/kyverno/kyverno/pkg/image/verification/cache"
 	utilsengine "github.com/kyverno/kyverno/pkg/utils/engine"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -52,8 +51,6 @@ func newKyvernoEngine() *kyvernoEngine {
 // entries themselves never load.
 func newKyvernoEngineWithValues(s *kyvernoSuite) *kyvernoEngine {
 	k := &kyvernoEngine{cfg: config.NewDefaultConfiguration(false)}
-	k.jp = jmespath.New(k.cfg)
-	isCluster := false
 	loaders := func(policy kyvernov1.PolicyInterface, rule kyvernov1.Rule) engineapi.ContextLoader {
 		init := func(jc enginecontext.Interface) error {
 			apiCalls := map[string]bool{}
@@ -77,8 +74,7 @@ func newKyvernoEngineWithValues(s *kyvernoSuite) *kyvernoEngine {
 		}
 		return factories.DefaultContextLoaderFactory(nil, factories.WithInitializer(init))(policy, rule)
 	}
-	k.eng = engine.NewEngine(k.cfg, k.jp, nil, factories.DefaultRegistryClientFactory(nil, nil),
-		imageverifycache.DisabledImageVerifyCache(), loaders, nil, &isCluster)
+	k.eng, k.jp = compare.OfflineKyvernoEngineWith(k.cfg, loaders)
 	return k
 }
 

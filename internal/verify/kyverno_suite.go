@@ -74,20 +74,19 @@ func loadSuiteWith(dir string, t *kyvernoTest, crds []*apiextensionsv1.CustomRes
 		}
 		s.values = &v.valuesSpec
 	}
-	roles := &kyverno.UserRoles{}
+	s.roles = &kyverno.UserRoles{}
 	if t.UserInfo != "" {
 		var u userInfoFile
 		if err := s.readYAML(t.UserInfo, &u); err != nil {
 			return nil, fmt.Errorf("userinfo: %w", err)
 		}
 		s.user = &user.DefaultInfo{Name: u.UserInfo.Username, UID: u.UserInfo.UID, Groups: u.UserInfo.Groups}
-		roles = &kyverno.UserRoles{Roles: u.Roles, ClusterRoles: u.ClusterRoles}
+		s.roles = &kyverno.UserRoles{Roles: u.Roles, ClusterRoles: u.ClusterRoles}
 	}
-	s.roles = roles
 	// With clusterResources the CLI calls its fake cluster for an apiCall
 	// entry (store.AllowApiCall), which admitc does not: the rule is
 	// refused.
-	if err := s.compile(t.Policies, len(t.ClusterResources) == 0, roles); err != nil {
+	if err := s.compile(t.Policies, len(t.ClusterResources) == 0); err != nil {
 		return nil, err
 	}
 	var err error
@@ -143,7 +142,7 @@ func (s *kyvernoSuite) readYAML(p string, out any) error {
 // admitc cannot evaluate (their results are unsupported), and builds the
 // engines. Errors are judged as a test runner must: every CEL error fails
 // every run, as a ValidatingPolicy that does not compile fails Kyverno's.
-func (s *kyvernoSuite) compile(policies []string, offline bool, roles *kyverno.UserRoles) error {
+func (s *kyvernoSuite) compile(policies []string, offline bool) error {
 	paths, err := s.paths(policies)
 	if err != nil {
 		return err
@@ -154,7 +153,7 @@ func (s *kyvernoSuite) compile(policies []string, offline bool, roles *kyverno.U
 	}
 	// The test's user's roles decide a rule's roles and clusterRoles, as
 	// kyverno test's RequestInfo does (none without a userinfo file).
-	opts := compiler.Options{KeepGoing: true, CRDs: s.crds, KyvernoRoles: roles}
+	opts := compiler.Options{KeepGoing: true, CRDs: s.crds, KyvernoRoles: s.roles}
 	if offline {
 		opts.ContextValues = s.apiCallValue
 	}
