@@ -321,8 +321,9 @@ type SchemaRead struct {
 	// duplicates (two containers of a pod with one name).
 	UniqueKey string `json:"uniqueKey,omitempty"`
 	// Format, when set, is what the API server makes sure of the string
-	// before admission: FormatQuantity, FormatDNSLabel or
-	// FormatLabelValue.
+	// before admission: FormatQuantity, FormatCanonicalQuantity,
+	// FormatDNSLabel or FormatLabelValue; or FormatPlainQuantity, which
+	// it does not.
 	Format string `json:"format,omitempty"`
 }
 
@@ -331,6 +332,17 @@ const (
 	// FormatQuantity is a resource quantity: the API server parses it
 	// when it decodes the object (resource.ParseQuantity accepts it).
 	FormatQuantity = "quantity"
+	// FormatCanonicalQuantity is a resource quantity as the API server
+	// writes it after decoding the object: resource.Quantity's canonical
+	// form (1000m is written 1, 1024Mi 1Gi), no other text.
+	FormatCanonicalQuantity = "canonical-quantity"
+	// FormatPlainQuantity is a quantity in its canonical form that
+	// Kyverno reads as one value to compare with, not as a range: without
+	// an exponent's minus sign (1e-3 reads as the range from 1e to 3).
+	// The API server admits such a quantity; a typed translation that
+	// assumed this raises admitc's error there, and offline an object
+	// that holds one is judged by the exact form.
+	FormatPlainQuantity = "plain-quantity"
 	// FormatDNSLabel is a DNS-1123 label, as the API server's validation
 	// requires of a container's, a volume's and a volume mount's name.
 	FormatDNSLabel = "dns-label"

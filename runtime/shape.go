@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -111,8 +112,8 @@ func (n *shapeNode) fits(v any) bool {
 
 // hasFormat says whether v is a string of format, as the API server
 // makes sure before admission: a quantity parses (a number is one too,
-// but admission sees it as a string), a DNS label is one, a label's
-// value is one.
+// but admission sees it as a string), and is written in its canonical form
+// where read as one, a DNS label is one, a label's value is one.
 func hasFormat(v any, format string) bool {
 	s, ok := v.(string)
 	if !ok {
@@ -122,6 +123,12 @@ func hasFormat(v any, format string) bool {
 	case ir.FormatQuantity:
 		_, err := resource.ParseQuantity(s)
 		return err == nil
+	case ir.FormatCanonicalQuantity:
+		q, err := resource.ParseQuantity(s)
+		return err == nil && q.String() == s
+	case ir.FormatPlainQuantity:
+		q, err := resource.ParseQuantity(s)
+		return err == nil && q.String() == s && !strings.Contains(s, "e-")
 	case ir.FormatDNSLabel:
 		return len(validation.IsDNS1123Label(s)) == 0
 	case ir.FormatLabelValue:

@@ -2,13 +2,16 @@ package kyverno
 
 import (
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/google/cel-go/common/ast"
 	kyvernov1 "github.com/kyverno/kyverno/api/kyverno/v1"
 
 	"github.com/admitc/admitc/compiler/kyverno/conditions"
+	"github.com/admitc/admitc/compiler/kyverno/pattern"
 	"github.com/admitc/admitc/compiler/kyverno/typed"
 	"github.com/admitc/admitc/internal/celbuild"
 	"github.com/admitc/admitc/internal/kubeschema"
@@ -188,6 +191,55 @@ func typedForEachWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bo
 	return &out, nil
 }
 
+// depthOf is how many foreach levels an element's error comes through,
+// each adding "validation failure: " before it.
+func depthOf(roots typed.Roots) int {
+	if roots.Element != nil {
+		return 2
+	}
+	return 1
+}
+
+// elementValueTexts are the {{ }} values of a foreach entry's pattern (or
+// anyPattern), in the order the exact translation reads them (each
+// pattern's keys sorted, after its $( ) references), each with the JSON
+// pointer of its first place, as Kyverno's substitution writes it (a /
+// in a key escaped \/).
+func elementValueTexts(v *kyvernov1.Validation) ([]typed.ElementValueText, error) {
+	var doc any
+	var err error
+	if p := v.GetPattern(); p != nil {
+		doc, err = pattern.ResolveReferences(p, "pattern")
+	} else {
+		doc, err = pattern.ResolveReferences(v.GetAnyPattern(), "anyPattern")
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []typed.ElementValueText
+	seen := map[string]bool{}
+	var walk func(p any, pointer string)
+	walk = func(p any, pointer string) {
+		switch pt := p.(type) {
+		case map[string]any:
+			for _, k := range slices.Sorted(maps.Keys(pt)) {
+				walk(pt[k], pointer+"/"+strings.ReplaceAll(k, "/", `\/`))
+			}
+		case []any:
+			for i, e := range pt {
+				walk(e, pointer+"/"+strconv.Itoa(i))
+			}
+		case string:
+			if strings.Contains(pt, "{{") && !seen[pt] {
+				seen[pt] = true
+				out = append(out, typed.ElementValueText{Text: pt, Pointer: pointer})
+			}
+		}
+	}
+	walk(doc, "")
+	return out, nil
+}
+
 // stringLiteral is the text of a string literal.
 func stringLiteral(e celbuild.Expr) (string, bool) {
 	if e.Kind() != ast.LiteralKind {
@@ -248,6 +300,9 @@ func typedForEach(b *celbuild.Builder, t *typed.Translator, c computedRule, v *k
 		// elemFailures, when not nil, is an element's failures list
 		// (['error'] where its evaluation fails, ['fail'] where it fails).
 		var elemFailures celbuild.Expr
+		// errs, when not nil, is where an element errs; the elements
+		// before the first that fails neither err nor fail.
+		var errs celbuild.Expr
 		switch {
 		case fe.Deny != nil:
 			conds, err := conditions.Decode(fe.Deny.GetAnyAllConditions())
@@ -271,11 +326,7 @@ func typedForEach(b *celbuild.Builder, t *typed.Translator, c computedRule, v *k
 				}
 				// Kyverno's error, with "validation failure: " for each
 				// foreach level it comes through.
-				depth := 1
-				if roots.Element != nil {
-					depth = 2
-				}
-				errText := b.Add(b.String(strings.Repeat("validation failure: ", depth)+"failed to check deny conditions: "), held.ErrText)
+				errText := b.Add(b.String(strings.Repeat("validation failure: ", depthOf(roots))+"failed to check deny conditions: "), held.ErrText)
 				if roots.OldElements {
 					// On the old object, only whether it errs counts.
 					errText = b.String("error")
@@ -306,12 +357,53 @@ func typedForEach(b *celbuild.Builder, t *typed.Translator, c computedRule, v *k
 				return foreachOutcome{}, fmt.Errorf("entry %d: a pattern on elements that are not maps", i)
 			}
 			tv := &kyvernov1.Validation{RawPattern: fe.RawPattern, RawAnyPattern: fe.RawAnyPattern}
-			check := func(elem typed.Root) (typedOutcome, error) {
-				return translateTypedAt(b, t, tv, elem)
-			}
-			o, err := translateTypedAt(b, t, tv, el)
+			texts, err := elementValueTexts(tv)
 			if err != nil {
 				return foreachOutcome{}, err
+			}
+			// The pattern's {{ }} values are read on the element the
+			// pattern is matched with.
+			bind := func(elem typed.Root) (typed.ElementValues, error) {
+				if len(texts) == 0 {
+					return typed.ElementValues{}, nil
+				}
+				at := inner
+				at.Element = &elem
+				return t.ReadElementValues(texts, at)
+			}
+			// The pattern is matched where the element does not err:
+			// what its values read is there.
+			check := func(elem typed.Root) (typedOutcome, error) {
+				values, err := bind(elem)
+				if err != nil {
+					return typedOutcome{}, err
+				}
+				elem.Known = append(slices.Clone(elem.Known), values.Known...)
+				return translateTypedAt(b, t, tv, elem)
+			}
+			values, err := bind(*inner.Element)
+			if err != nil {
+				return foreachOutcome{}, err
+			}
+			o, err := check(*inner.Element)
+			if err != nil {
+				return foreachOutcome{}, err
+			}
+			if values.Errs != nil && o.skip != nil {
+				// Whether an element is validated is asked of every
+				// element, erring ones too.
+				return foreachOutcome{}, fmt.Errorf("entry %d: conditional anchors with values that may not resolve", i)
+			}
+			if values.Errs != nil {
+				// An element errs where a value does not resolve (or is
+				// not plain), before its pattern is matched.
+				errs = b.And(pre, values.Errs)
+				errText := b.Add(b.String(strings.Repeat("validation failure: ", depthOf(roots))), values.ErrText)
+				if roots.OldElements {
+					errText = b.String("error")
+				}
+				elemFailures = b.Ternary(errs, b.List(errText),
+					b.Ternary(b.And(pre, o.bad), b.List(b.String(elementFails)), b.List()))
 			}
 			bad = func(typed.Root) (celbuild.Expr, error) { return b.And(pre, o.bad), nil }
 			validated = func(typed.Root) (celbuild.Expr, error) {
@@ -380,10 +472,18 @@ func typedForEach(b *celbuild.Builder, t *typed.Translator, c computedRule, v *k
 			// The message reads the element: the first that fails. Where
 			// elements may fail evaluation, a later one could fail the
 			// message too.
-			if elemFailures != nil {
+			switch {
+			case errs != nil:
+				// The first element that errs or fails, taken before the
+				// message reads it (a later one may err): the message is
+				// shown only where it fails.
+				msg = loop.FirstOnlyMap(b.Or(errs, e), msg)
+			case elemFailures != nil:
 				return foreachOutcome{}, fmt.Errorf("entry %d: a message on elements that may fail evaluation", i)
+			default:
+				msg = loop.FirstMap(e, msg)
 			}
-			if msg = loop.FirstMap(e, msg); msg == nil {
+			if msg == nil {
 				return foreachOutcome{}, fmt.Errorf("entry %d: a message on an element of nested lists", i)
 			}
 		}

@@ -139,6 +139,22 @@ func (l *Loop) FirstMap(pred, value celbuild.Expr) celbuild.Expr {
 	return l.b.Index(l.b.Map(l.b.Filter(g.src, g.v, keep), g.v, value), l.b.Int(0))
 }
 
+// FirstOnlyMap is FirstMap where value may fail on a later element for
+// which pred holds: the first is taken before value reads it,
+// [list.filter(v, pred)[0]].map(v, value)[0].
+func (l *Loop) FirstOnlyMap(pred, value celbuild.Expr) celbuild.Expr {
+	if len(l.gens) != 1 {
+		return nil
+	}
+	g := l.gens[0]
+	keep := pred
+	if g.filter != nil {
+		keep = l.b.And(g.filter, pred)
+	}
+	first := l.b.Index(l.b.Filter(g.src, g.v, keep), l.b.Int(0))
+	return l.b.Index(l.b.Map(l.b.List(first), g.v, value), l.b.Int(0))
+}
+
 // Concat is the lists value (a list, over Element) of every element,
 // joined in Kyverno's order.
 func (l *Loop) Concat(value celbuild.Expr) celbuild.Expr {

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/google/cel-go/common/ast"
+
 	"github.com/admitc/admitc/compiler/kyverno/conditions"
 	"github.com/admitc/admitc/compiler/kyverno/pattern"
 	"github.com/admitc/admitc/internal/celbuild"
@@ -76,6 +78,9 @@ type Translator struct {
 	// values are the pattern values with {{ }} variables the patterns
 	// read (ReadPatternValues), by their text; nil: none is read.
 	values map[string]celbuild.Expr
+	// quantityValues are the values that are quantities in their
+	// canonical form (ReadElementValues), by their text.
+	quantityValues map[string]bool
 }
 
 // ContainerList is the concatenation of a pod spec's three container
@@ -171,13 +176,21 @@ func (t *Translator) readEnum(path string, enum []string) {
 	t.reads[path] = r
 }
 
+// strength orders the quantity formats: each holds of a string only where
+// the one before it does.
+var strength = map[string]int{ir.FormatQuantity: 1, ir.FormatCanonicalQuantity: 2, ir.FormatPlainQuantity: 3}
+
 // readFormat records that a translation assumed the string at path is of
-// format (ir.FormatQuantity).
+// format (ir.FormatQuantity); a quantity read with a stronger format stays
+// read so.
 func (t *Translator) readFormat(path, format string) {
 	if _, ok := t.reads[path]; !ok {
 		t.read(path, kubeschema.String.String(), false)
 	}
 	r := t.reads[path]
+	if strength[r.Format] > strength[format] {
+		return
+	}
 	r.Format = format
 	t.reads[path] = r
 }
@@ -203,7 +216,14 @@ func (t *Translator) PatternAt(p any, root Root) (Check, error) {
 		return Check{}, err
 	}
 	before := len(t.order)
-	w := &walk{t: t, b: t.b, names: map[string]bool{}}
+	w := &walk{t: t, b: t.b, names: map[string]bool{}, known: map[string]bool{}}
+	for _, k := range root.Known {
+		sp := root.Path
+		for _, key := range strings.Split(k, "\x00") {
+			sp = ir.SchemaPath(sp, key)
+		}
+		w.known[sp] = true
+	}
 	c, err := w.element(p, root.Expr, root.Node, kpath{}.key(""), root.Path)
 	if err != nil {
 		return Check{}, err
@@ -218,6 +238,9 @@ func (t *Translator) PatternAt(p any, root Root) (Check, error) {
 			t.read(a+rest, r.Shape, r.Present)
 			if len(r.Enum) > 0 {
 				t.readEnum(a+rest, r.Enum)
+			}
+			if r.Format != "" {
+				t.readFormat(a+rest, r.Format)
 			}
 		}
 	}
@@ -353,6 +376,10 @@ type walk struct {
 	t     *Translator
 	b     *celbuild.Builder
 	names map[string]bool
+	// known are the schema paths of the fields known to be there where
+	// the pattern is matched (Root.Known): read without a presence test,
+	// but not recorded as present in every object.
+	known map[string]bool
 }
 
 // constant is a node that always passes or always fails at path.
@@ -393,6 +420,13 @@ func (w *walk) scalar(p any, v celbuild.Expr, n kubeschema.Node, path kpath, rp 
 	if s, ok := p.(string); ok && strings.Contains(s, "{{") {
 		// Taken on a plain key only (dynamicKey).
 		return check{}, notTyped("%s: the value %q", rp, s)
+	}
+	if p == "?*" && n.Shape() == kubeschema.String && n.Quantity() && v.Kind() == ast.SelectKind {
+		// A quantity is never empty: the API server parses it. (Its
+		// presence then reads as an optional chain where its key is a
+		// name: x.?limits.?memory.hasValue().)
+		w.t.readFormat(rp, ir.FormatQuantity)
+		return check{ok: w.b.Bool(true), fail: func() celbuild.Expr { return path.expr(w.b) }}, nil
 	}
 	pred, err := pattern.Predicate(p, "x")
 	if err != nil {
@@ -717,6 +751,7 @@ func (w *walk) key(k string, pv any, v celbuild.Expr, n kubeschema.Node, path kp
 	crp := ir.SchemaPath(rp, a.key)
 	if known {
 		w.t.read(crp, child.Shape().String(), present)
+		present = present || w.known[crp]
 	} else {
 		w.t.read(crp, ir.SchemaAbsent, false)
 	}
@@ -740,7 +775,7 @@ func (w *walk) key(k string, pv any, v celbuild.Expr, n kubeschema.Node, path kp
 		return w.optional(c, v, a.key), nil
 	}
 	if s, ok := pv.(string); ok && strings.Contains(s, "{{") {
-		return w.dynamicKey(s, v, a.key, child, known, present, path, cpath)
+		return w.dynamicKey(s, v, a.key, child, known, present, path, cpath, crp)
 	}
 	if pv == "*" {
 		if !known {

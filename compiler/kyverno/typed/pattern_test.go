@@ -61,7 +61,7 @@ spec:
         cpu: "?*"
       limits:
         memory: "?*"
-`: `object.spec.containers.all(container, container.resources.?limits.?memory.orValue("") != "" && has(container.resources.requests) && container.resources.requests.?cpu.orValue("") != "" && container.resources.requests.?memory.orValue("") != "")`, `
+`: `object.spec.containers.all(container, container.resources.?limits.?memory.hasValue() && container.resources.?requests.?cpu.hasValue() && has(container.resources.requests.memory))`, `
 spec:
   =(volumes):
   - X(hostPath): "null"

@@ -10,6 +10,7 @@ import (
 	"github.com/admitc/admitc/compiler/kyverno/pattern"
 	"github.com/admitc/admitc/internal/celbuild"
 	"github.com/admitc/admitc/internal/kubeschema"
+	"github.com/admitc/admitc/ir"
 )
 
 // A pattern value with {{ }} variables is substituted by Kyverno before
@@ -43,7 +44,7 @@ type ValueText struct {
 // ReadPatternValues translates the {{ }} values of the patterns
 // translated next, in Kyverno's substitution order, from roots.
 func (t *Translator) ReadPatternValues(texts []ValueText, roots Roots) ([]PatternValue, error) {
-	t.values = map[string]celbuild.Expr{}
+	t.values, t.quantityValues = map[string]celbuild.Expr{}, nil
 	var out []PatternValue
 	names := map[string]bool{}
 	for _, vt := range texts {
@@ -146,13 +147,16 @@ func stringValued(v qval) bool {
 // read at admission (ReadPatternValues): Kyverno's default handler, "*"
 // (present) after substitution, else validateResourceElement with the
 // value as a string pattern.
-func (w *walk) dynamicKey(text string, v celbuild.Expr, key string, child kubeschema.Node, known, present bool, path, cpath kpath) (check, error) {
+func (w *walk) dynamicKey(text string, v celbuild.Expr, key string, child kubeschema.Node, known, present bool, path, cpath kpath, crp string) (check, error) {
 	s, ok := w.t.values[text]
 	if !ok {
 		return check{}, notTyped("the pattern value %q", text)
 	}
 	if known && child.Shape() != kubeschema.String {
 		return check{}, notTyped("the pattern value %q on a field that is not a string", text)
+	}
+	if w.t.quantityValues[text] {
+		return w.quantityKey(text, s, v, key, child, known, present, cpath, crp)
 	}
 	has := celbuild.Expr(w.b.Bool(false))
 	if known {
@@ -180,6 +184,26 @@ func (w *walk) dynamicKey(text string, v celbuild.Expr, key string, child kubesc
 	}}, nil
 }
 
+// quantityKey is the plain key k of the map v whose pattern value is s, a
+// quantity in its canonical form read at admission (ReadElementValues), on
+// a quantity field: Kyverno's validateString compares two such texts as
+// durations where both are one (a canonical quantity is one only as 0 or
+// a whole number of m, where that is the same comparison), else as
+// quantities; an absent value is "0". The field is read in its canonical
+// form too.
+func (w *walk) quantityKey(text string, s, v celbuild.Expr, key string, child kubeschema.Node, known, present bool, cpath kpath, crp string) (check, error) {
+	if !known || !child.Quantity() {
+		return check{}, notTyped("a quantity pattern value on a field that is not a quantity")
+	}
+	w.t.readFormat(crp, ir.FormatCanonicalQuantity)
+	x := w.b.Select(v, key)
+	if !present {
+		x = w.b.OrValue(w.b.OptionalSelect(v, key), w.b.String("0"))
+	}
+	cmp := w.b.Member("compareTo", w.b.Call("quantity", x), w.b.Call("quantity", s))
+	return check{ok: w.b.Eq(cmp, w.b.Int(0)), fail: func() celbuild.Expr { return cpath.expr(w.b) }}, nil
+}
+
 // valueExpr is the CEL text over s (the pattern value), h (whether the
 // resource has the key) and x (the resource's value) with them written in.
 func (w *walk) valueExpr(text string, s, h, x celbuild.Expr) (celbuild.Expr, error) {
@@ -193,4 +217,126 @@ func (w *walk) valueExpr(text string, s, h, x celbuild.Expr) (celbuild.Expr, err
 		e = w.b.Substitute(e, "x", x)
 	}
 	return e, nil
+}
+
+// A foreach entry's pattern value may read the element ({{
+// element.resources.requests.cpu }}): Kyverno substitutes it for each
+// element before matching the element, and an element whose value does
+// not resolve errs (the first element that does not pass decides). Such
+// values are read in place, on the element; one that is a quantity and
+// is compared with a quantity field is compared as a quantity (below).
+
+// ElementValues are a foreach entry's pattern values read on one
+// element (ReadElementValues).
+type ElementValues struct {
+	// Errs is where the element errs before its pattern is matched (nil:
+	// never): a value does not resolve, or is a quantity Kyverno reads
+	// as a range.
+	Errs celbuild.Expr
+	// ErrText is the element's error there: Kyverno's substitution error
+	// for the first value that does not resolve, else
+	// pattern.NotReadAtAdmission.
+	ErrText celbuild.Expr
+	// Known are the fields under the element the values read, present
+	// wherever the element does not err (Root.Known).
+	Known []string
+}
+
+// ElementValueText is a pattern value with {{ }} variables and the JSON
+// pointer of its first place in the pattern (/resources/limits/cpu),
+// which Kyverno's substitution error names.
+type ElementValueText struct {
+	Text, Pointer string
+}
+
+// ReadElementValues reads the {{ }} values of the pattern translated next
+// on the element roots.Element, each a whole variable that is a quantity
+// field read strictly (and compared with quantity fields): what the
+// pattern compares is that field of the element, in place.
+func (t *Translator) ReadElementValues(texts []ElementValueText, roots Roots) (ElementValues, error) {
+	t.values, t.quantityValues = map[string]celbuild.Expr{}, map[string]bool{}
+	var out ElementValues
+	var missing, notPlain []celbuild.Expr
+	var missingText []celbuild.Expr
+	for _, vt := range texts {
+		q, ok := wholeVariable(vt.Text)
+		if !ok {
+			return ElementValues{}, notTyped("the pattern value %s on each element is not one variable", vt.Text)
+		}
+		v, err := t.query(q, roots, map[string]bool{})
+		if err != nil {
+			return ElementValues{}, err
+		}
+		if v.kind != qPath || v.path.hasDflt || !v.path.strict || v.path.params || v.path.shape() != kubeschema.String {
+			return ElementValues{}, notTyped("the pattern value %s on each element is not a string field", vt.Text)
+		}
+		p := v.path
+		if !p.final().Quantity() {
+			return ElementValues{}, notTyped("the pattern value %s on each element is not a quantity", vt.Text)
+		}
+		for _, sp := range p.schemaPaths() {
+			t.readFormat(sp, ir.FormatPlainQuantity)
+		}
+		s := p.expr(t.b)
+		t.values[vt.Text], t.quantityValues[vt.Text] = s, true
+		if p.elem {
+			for i := range p.keys {
+				out.Known = append(out.Known, keyPath(p.keys[:i+1]...))
+			}
+		}
+		if present := p.present(t.b); present != nil {
+			missing = append(missing, negate(t.b, present))
+			missingText = append(missingText, t.substitutionError(strings.TrimSpace(q), vt.Pointer, p))
+		}
+		notPlain = append(notPlain, t.b.Member("contains", s, t.b.String("e-")))
+	}
+	// Every value is substituted before any is compared: one that does
+	// not resolve errs first. A quantity Kyverno reads as a range is not
+	// compared: it raises admitc's error, on the first element that does
+	// not pass as Kyverno's error would (offline such a quantity is
+	// judged by the exact form: ir.FormatPlainQuantity).
+	raise := t.b.String(pattern.NotReadAtAdmission)
+	for i := len(notPlain) - 1; i >= 0; i-- {
+		if out.Errs == nil {
+			out.Errs, out.ErrText = notPlain[i], raise
+			continue
+		}
+		out.Errs = t.b.Or(notPlain[i], out.Errs)
+		out.ErrText = t.b.Ternary(notPlain[i], raise, out.ErrText)
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		if out.Errs == nil {
+			out.Errs, out.ErrText = missing[i], missingText[i]
+			continue
+		}
+		out.Errs = t.b.Or(missing[i], out.Errs)
+		out.ErrText = t.b.Ternary(missing[i], missingText[i], out.ErrText)
+	}
+	return out, nil
+}
+
+// substitutionError is Kyverno's error where the strict read p of the
+// variable q at pointer in the pattern does not resolve: the first key
+// missing on its way is named.
+func (t *Translator) substitutionError(q, pointer string, p *qpath) celbuild.Expr {
+	var key celbuild.Expr
+	e := p.root
+	var tests []celbuild.Expr
+	var keys []string
+	for i, k := range p.keys {
+		if !p.always[i] {
+			tests = append(tests, t.b.Has(e, k))
+			keys = append(keys, k)
+		}
+		e = t.b.Select(e, k)
+	}
+	for i := len(keys) - 1; i >= 0; i-- {
+		if key == nil {
+			key = t.b.String(keys[i])
+			continue
+		}
+		key = t.b.Ternary(negate(t.b, tests[i]), t.b.String(keys[i]), key)
+	}
+	prefix := "variable substitution failed: failed to resolve " + q + " at path " + pointer + ": JMESPath query failed: Unknown key \""
+	return t.b.Add(t.b.Add(t.b.String(prefix), key), t.b.String("\" in path"))
 }

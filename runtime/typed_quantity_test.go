@@ -1,0 +1,101 @@
+package runtime_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/admitc/admitc/compiler"
+	"github.com/admitc/admitc/runtime"
+)
+
+// A foreach pattern whose values read the element ("{{
+// element.resources.requests.cpu }}", require-qos-guaranteed-foreach) is
+// typed: each container's limit is compared with its own request as a
+// quantity. Kyverno compares two such texts as durations where both
+// parse as one, else as quantities, an absent limit as "0", and reads a
+// text with an exponent's minus as a range; an element whose request is
+// missing errs, and the first element that does not pass decides. On
+// every pair of two containers' requests and limits drawn from quantities
+// in their canonical form (zero, whole and milli numbers, which are also
+// durations, exponents, binary and decimal suffixes) and absent ones, the
+// typed form decides as the exact dynamic form, which the Kyverno
+// differentials prove against Kyverno's engine; texts not in canonical
+// form are judged by the dynamic form itself.
+func TestElementQuantitiesDecideAsDynamic(t *testing.T) {
+	src, err := compiler.ReadSources([]string{"../examples/kyverno-pattern/require-qos-guaranteed-foreach/policy.yaml"})
+	require.NoError(t, err)
+	set, diags := compiler.Compile(src, compiler.Options{})
+	require.Empty(t, diags)
+	for _, p := range set.Policies {
+		require.NotNil(t, p.Dynamic, "%s is typed", p.Name)
+	}
+	withTyped, err := runtime.NewEngine(set)
+	require.NoError(t, err)
+	dynamic, err := runtime.NewEngine(dynamicOnly(set))
+	require.NoError(t, err)
+
+	// "" is absent; 1000m and 1024Mi are not canonical (1, 1Gi).
+	values := []string{"", "0", "1", "2", "100m", "5m", "1500m", "1e-3", "1e3", "1k", "1Gi", "1073741824", "1000m", "1024Mi"}
+	container := func(name, request, limit string) map[string]any {
+		res := map[string]any{}
+		if request != "" {
+			res["requests"] = map[string]any{"cpu": request, "memory": "1Gi"}
+		}
+		if limit != "" {
+			res["limits"] = map[string]any{"cpu": limit, "memory": "1Gi"}
+		}
+		return map[string]any{"name": name, "image": "app:1", "resources": res}
+	}
+	decisions := map[string]int{}
+	typed, compared := 0, 0
+	for _, r1 := range values {
+		for _, l1 := range values {
+			// The second container passes, errs (no request), fails, or
+			// is one whose request is read as a range.
+			for _, second := range [][2]string{{"1", "1"}, {"", "1"}, {"1", "2"}, {"1e-3", "1"}} {
+				pod := &unstructured.Unstructured{Object: map[string]any{
+					"apiVersion": "v1", "kind": "Pod",
+					"metadata": map[string]any{"name": "p", "namespace": "shop"},
+					"spec": map[string]any{"containers": []any{
+						container("first", r1, l1), container("second", second[0], second[1]),
+					}},
+				}}
+				req := runtime.RequestFor(pod, nil, "shop")
+				req.Offline = true
+				want, got := decideErrorsAlike(t, dynamic, req), decideErrorsAlike(t, withTyped, req)
+				require.Equal(t, want, got, "requests %q limits %q, then %q", r1, l1, second)
+				decisions[outcome(t, want)]++
+				compared++
+				typed += typedJudged(t, set, req)
+			}
+		}
+	}
+	t.Logf("%d pods compared, %d judged by the typed form, 0 differences: %v", compared, typed, decisions)
+	assert.Greater(t, typed, compared/2, "most pairs are canonical")
+	for _, o := range []string{"allowed", "denied", "error"} {
+		assert.Positive(t, decisions[o], "%s is seen: %v", o, decisions)
+	}
+}
+
+// outcome is allowed, denied or error, of a decision decideErrorsAlike
+// wrote.
+func outcome(t *testing.T, decision string) string {
+	var d struct {
+		Allowed    bool
+		Violations []struct {
+			Error bool `json:"error"`
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(decision), &d))
+	switch {
+	case d.Allowed:
+		return "allowed"
+	case len(d.Violations) > 0 && d.Violations[0].Error:
+		return "error"
+	}
+	return "denied"
+}
