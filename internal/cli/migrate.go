@@ -51,8 +51,8 @@ and validate.foreach rules, JMESPath preconditions and context variables
 (patchStrategicMerge, patchesJson6902, foreach), validate.podSecurity and
 Kyverno's CEL libraries that read nothing outside the request or the
 cluster. Refused with the reason: a context entry loaded by an API call,
-from an image registry or the global context, {{ }} variables inside a
-pattern, generate, verifyImages, mutate targets and nested foreach
+from an image registry or the global context, {{ }} variables in a
+pattern's keys, generate, verifyImages, mutate targets and nested foreach
 mutations, roles, Kyverno's http and image data libraries; a paramKind (a
 context.configMap becomes one) has no ValidatingPolicy successor and is
 written to vap.yaml only.

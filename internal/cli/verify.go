@@ -58,8 +58,9 @@ Translated and run: validate.cel, pattern and anyPattern, deny and foreach
 rules, JMESPath preconditions and context variables (the subset in
 docs/kyverno-pattern-translation.md), mutate rules (patchStrategicMerge,
 patchesJson6902, foreach), ValidatingPolicies and MutatingPolicies. A rule
-admitc cannot run (a context entry loaded by an API call, from an image
-registry or the global context, {{ }} variables inside a pattern, generate,
+admitc cannot run (a context entry loaded by an API call that the test's
+values do not give, or from its clusterResources, from an image registry or
+the global context, {{ }} variables in a pattern's keys, generate,
 verifyImages, mutate targets, Kyverno's http and image data libraries) and a
 test field it does not read are reported unsupported. ConfigMap context
 entries and Kyverno's resource library read the test's cluster resources, as

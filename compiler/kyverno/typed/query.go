@@ -2,6 +2,7 @@ package typed
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 
 	gojmespath "github.com/kyverno/go-jmespath"
 
+	"github.com/admitc/admitc/compiler/kyverno/pattern"
 	"github.com/admitc/admitc/internal/celbuild"
 	"github.com/admitc/admitc/internal/kubeschema"
 	"github.com/admitc/admitc/ir"
@@ -1016,6 +1018,12 @@ func (q *query) function(n gojmespath.ASTNode, cur qval) (qval, error) {
 		}
 		mayErr := arg.kind == qList && (arg.list.mayErr || arg.list.null != nil)
 		return qval{kind: qScalar, scalar: &qscalar{expr: size, shape: kubeschema.Integer, mayErr: mayErr}}, nil
+	case name == "pattern_match" && len(n.Children) == 2 && n.Children[0].NodeType == gojmespath.ASTLiteral:
+		return q.patternMatch(n.Children[0].Value, n.Children[1], cur)
+	case name == "label_match" && len(n.Children) == 2 && n.Children[0].NodeType == gojmespath.ASTLiteral:
+		return q.labelMatch(n.Children[0].Value, n.Children[1], cur)
+	case name == "to_array" && len(n.Children) == 1:
+		return q.toArray(n.Children[0], cur)
 	case name == "split" && len(n.Children) == 2 && n.Children[1].NodeType == gojmespath.ASTLiteral:
 		return q.split(n.Children[0], n.Children[1].Value, cur)
 	case (name == "starts_with" || name == "ends_with" || name == "contains") && len(n.Children) == 2 && !isKeysOfCurrent(n.Children[0]) && n.Children[1].NodeType == gojmespath.ASTLiteral:
@@ -1104,6 +1112,110 @@ func (q *query) stringFunction(name string, argNode gojmespath.ASTNode, lit any,
 	p := arg.path
 	e := q.b.Member(method, p.expr(q.b), q.b.String(s))
 	return qval{kind: qScalar, scalar: &qscalar{expr: e, shape: kubeschema.Boolean, mayErr: p.present(q.b) != nil}}, nil
+}
+
+// patternMatch is Kyverno's pattern_match(pattern, s) of a literal
+// pattern and a string field: wildcard.Match ('*' any run of characters,
+// '?' exactly one). A missing or null field fails the function ("invalid
+// type"), as selecting it fails in CEL.
+func (q *query) patternMatch(lit any, argNode gojmespath.ASTNode, cur qval) (qval, error) {
+	p, ok := lit.(string)
+	if !ok {
+		return qval{}, q.refuse("pattern_match() with a pattern that is not a string")
+	}
+	arg, err := q.node(argNode, cur, false)
+	if err != nil {
+		return qval{}, err
+	}
+	if arg.kind != qPath || arg.path.shape() != kubeschema.String || arg.path.hasDflt && arg.path.dflt != "" {
+		return qval{}, q.refuse("pattern_match() of a value that is not a string field")
+	}
+	s := arg.path.expr(q.b)
+	mayErr := arg.path.present(q.b) != nil
+	if arg.path.hasDflt {
+		// x || '': a missing or empty value is ''.
+		opt, _ := arg.path.optional(q.b)
+		s, mayErr = q.b.OrValue(opt, q.b.String("")), false
+	}
+	e, err := q.b.Parse(pattern.WildcardMatch(p, "s"))
+	if err != nil {
+		return qval{}, err
+	}
+	e = q.b.Substitute(e, "s", s)
+	return qval{kind: qScalar, scalar: &qscalar{expr: e, shape: kubeschema.Boolean, mayErr: mayErr}}, nil
+}
+
+// labelMatch is Kyverno's label_match(labels, m) of a literal map and a
+// map of strings that is never null (or null read as {}): every key of
+// the literal is in m with an equal value (a value that is not a string
+// equals none of m's).
+func (q *query) labelMatch(lit any, argNode gojmespath.ASTNode, cur qval) (qval, error) {
+	labels, ok := lit.(map[string]any)
+	if !ok {
+		return qval{}, q.refuse("label_match() of a literal that is not a map")
+	}
+	arg, err := q.node(argNode, cur, false)
+	if err != nil {
+		return qval{}, err
+	}
+	if arg.kind != qPath || arg.path.shape() != kubeschema.Map || arg.path.final().Values().Shape() != kubeschema.String {
+		return qval{}, q.refuse("label_match() of a value that is not a map of strings")
+	}
+	p := arg.path
+	// m is the map, maybe as an optional chain (a missing one is {}).
+	var m celbuild.Expr
+	switch {
+	case p.hasDflt && isEmpty(p.dflt, kubeschema.Map):
+		m, _ = p.optional(q.b)
+	case !p.hasDflt && p.present(q.b) == nil:
+		m = p.expr(q.b)
+	default:
+		return qval{}, q.refuse("label_match() of a map that may be null")
+	}
+	var terms []celbuild.Expr
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		v, ok := labels[k].(string)
+		switch {
+		case !ok:
+			terms = append(terms, q.b.Bool(false))
+		case v == "":
+			// A missing key is not "".
+			value := q.b.OptionalSelect(m, k)
+			terms = append(terms, q.b.And(q.b.Member("hasValue", value), q.b.Eq(q.b.Member("value", value), q.b.String(""))))
+		default:
+			terms = append(terms, q.b.Eq(q.b.OrValue(q.b.OptionalSelect(m, k), q.b.String("")), q.b.String(v)))
+		}
+	}
+	e := celbuild.Expr(q.b.Bool(true))
+	if len(terms) > 0 {
+		e = q.b.And(terms...)
+	}
+	return qval{kind: qScalar, scalar: &qscalar{expr: e, shape: kubeschema.Boolean}}, nil
+}
+
+// toArray is to_array(x) of a list that is never null: the list itself
+// (of null it would be [null], of any other value a list of it).
+func (q *query) toArray(argNode gojmespath.ASTNode, cur qval) (qval, error) {
+	arg, err := q.node(argNode, cur, false)
+	if err != nil {
+		return qval{}, err
+	}
+	switch {
+	case arg.kind == qPath && arg.path.shape() == kubeschema.List:
+		p := arg.path
+		if p.hasDflt && (isEmpty(p.dflt, kubeschema.List) || isList(p.dflt)) || !p.hasDflt && p.present(q.b) == nil {
+			return arg, nil
+		}
+	case arg.kind == qList && arg.list.null == nil && !arg.list.mayErr:
+		return arg, nil
+	}
+	return qval{}, q.refuse("to_array() of a value that may not be a list")
+}
+
+// isList says a JMESPath literal is a list.
+func isList(v any) bool {
+	_, ok := v.([]any)
+	return ok
 }
 
 // isFunction says n calls the function name with args arguments.

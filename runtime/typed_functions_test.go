@@ -1,0 +1,84 @@
+package runtime_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/admitc/admitc/compiler"
+	"github.com/admitc/admitc/runtime"
+)
+
+// Kyverno's label_match (a literal map against the selector or the
+// labels, null read as {}; a key whose value is "" must be there), pattern_match (a wildcard against a field, or against x || '')
+// and to_array (of a list that is never null: the list) are typed: each
+// rule of testdata/typed-functions.yaml decides every Service below,
+// CREATE and UPDATE, as its exact dynamic form (which
+// TestFunctionsAsKyverno proves against Kyverno's JMESPath), and a typed
+// form judges each rule.
+func TestTypedFunctionsDecideAsDynamic(t *testing.T) {
+	src, err := compiler.ReadSources([]string{"testdata/typed-functions.yaml"})
+	require.NoError(t, err)
+	set, diags := compiler.Compile(src, compiler.Options{})
+	require.Empty(t, diags)
+	require.Len(t, set.Policies, 5)
+	for _, p := range set.Policies {
+		require.NotNil(t, p.Dynamic, "%s is typed", p.Name)
+	}
+	withTyped, err := runtime.NewEngine(set)
+	require.NoError(t, err)
+	dynamic, err := runtime.NewEngine(dynamicOnly(set))
+	require.NoError(t, err)
+
+	selectors := []map[string]any{nil, {}, {"exposure": "public"}, {"exposure": "public", "tier": "web"},
+		{"exposure": "public", "tier": "web", "app": "shop"}, {"exposure": "private", "tier": "web"}, {"tier": ""}}
+	names := []string{"public-shop", "public-", "public", "shop"}
+	teams := []any{nil, "", "team-1", "team-12", "TEAM-1"}
+	canaries := []any{nil, "", "yes"}
+	ips := []any{nil, []any{}, []any{"10.0.0.1"}, []any{"10.0.0.1", "10.0.0.2", "10.0.0.3"}}
+	outcomes := map[string]int{}
+	typed, compared := 0, 0
+	for _, sel := range selectors {
+		for _, name := range names {
+			for i, team := range teams {
+				for _, ip := range ips {
+					meta := map[string]any{"name": name, "namespace": "shop"}
+					labels := map[string]any{}
+					if team != nil {
+						labels["team"] = team
+					}
+					if c := canaries[i%len(canaries)]; c != nil {
+						labels["canary"] = c
+					}
+					if len(labels) > 0 {
+						meta["labels"] = labels
+					}
+					spec := map[string]any{"ports": []any{map[string]any{"port": int64(80)}}}
+					if sel != nil {
+						spec["selector"] = sel
+					}
+					if ip != nil {
+						spec["externalIPs"] = ip
+					}
+					svc := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Service", "metadata": meta, "spec": spec}}
+					old := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Service",
+						"metadata": map[string]any{"name": name, "namespace": "shop"}, "spec": map[string]any{"ports": []any{map[string]any{"port": int64(80)}}}}}
+					for _, req := range []*runtime.Request{runtime.RequestFor(svc, nil, "shop"), runtime.RequestFor(svc, old, "shop")} {
+						req.Offline = true
+						want, got := decideErrorsAlike(t, dynamic, req), decideErrorsAlike(t, withTyped, req)
+						require.Equal(t, want, got, "selector %v name %q team %v externalIPs %v", sel, name, team, ip)
+						outcomes[outcome(t, want)]++
+						compared++
+						typed += typedJudged(t, set, req)
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d reviews compared, %d typed judgements (of %d), 0 differences: %v", compared, typed, 5*compared, outcomes)
+	assert.Equal(t, 5*compared, typed, "every Service fits the schema")
+	assert.Positive(t, outcomes["allowed"])
+	assert.Positive(t, outcomes["denied"])
+}
