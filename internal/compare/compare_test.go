@@ -1,9 +1,11 @@
 package compare
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // Kyverno lists a podSecurity rule's failing checks in Go's map order when
@@ -45,4 +47,35 @@ func TestRaisedKyvernoErrorsAgree(t *testing.T) {
 	assert.False(t, Agree(admitc, kyverno(`validation failure: failed to check deny conditions: JMESPath query failed: Unknown key "image" in path`)))
 	assert.False(t, Agree(admitc, kyverno("path")), "a part of the error is not the error")
 	assert.False(t, Agree(admitc, kyverno("")))
+}
+
+// Where the exact dynamic form decides a rule whose {{ }} variable does
+// not resolve, admitc fails with the CEL evaluation error of the
+// expression that reads the variable and Kyverno with its substitution
+// error: both deny, an expected difference. A denial for another reason
+// is not explained by it.
+func TestSubstitutionErrorsAreAnExpectedDifference(t *testing.T) {
+	var explains func(ref, r Result) bool
+	for _, d := range ExpectedDifferences {
+		if strings.HasPrefix(d.Reason, "a rule whose {{ }} variable does not resolve") {
+			explains = d.Explains
+		}
+	}
+	require.NotNil(t, explains)
+	admitc := Result{Engine: "admitc", Verdict: Denied, Messages: []string{
+		`[p.r] expression 'variables.kyvernoOutcome != 'fail'' resulted in error: composited variable "kyvernoEntry0" fails to evaluate: no such key: resources`,
+	}}
+	kyverno := Result{Engine: "kyverno", Verdict: Denied, Messages: []string{
+		`[p] validation failure: variable substitution failed: failed to resolve element.resources.requests.cpu at path /resources/limits/cpu: JMESPath query failed: Unknown key "resources" in path`,
+	}}
+	assert.True(t, explains(admitc, kyverno))
+	diffs, expected := differences([]Result{admitc, kyverno})
+	assert.Empty(t, diffs)
+	assert.Len(t, expected, 1, "the texts differ: an expected difference")
+	failed := kyverno
+	failed.Messages = []string{"[p] validation failure: validation error: limits. rule r failed at path /resources/limits/"}
+	assert.False(t, explains(admitc, failed))
+	allowed := kyverno
+	allowed.Verdict = Allowed
+	assert.False(t, explains(admitc, allowed))
 }
