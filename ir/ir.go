@@ -333,13 +333,14 @@ const (
 	// when it decodes the object (resource.ParseQuantity accepts it).
 	FormatQuantity = "quantity"
 	// FormatCanonicalQuantity is a resource quantity as the API server
-	// writes it after decoding the object: resource.Quantity's canonical
-	// form (1000m is written 1, 1024Mi 1Gi), no other text.
+	// writes it after decoding the object: resource.Quantity's String()
+	// (1000m is written 1, 1024Mi 1Gi; a text already in a form it keeps,
+	// such as 1.5m or 1E3, stays as written).
 	FormatCanonicalQuantity = "canonical-quantity"
-	// FormatPlainQuantity is a quantity in its canonical form that
+	// FormatPlainQuantity is a quantity as the API server writes it that
 	// Kyverno reads as one value to compare with, not as a range: without
-	// an exponent's minus sign (1e-3 reads as the range from 1e to 3).
-	// The API server admits such a quantity; a typed translation that
+	// an exponent's minus sign (1e-3 or 1E-3 reads as the range from 1e to
+	// 3). The API server admits such a quantity; a typed translation that
 	// assumed this raises admitc's error there, and offline an object
 	// that holds one is judged by the exact form.
 	FormatPlainQuantity = "plain-quantity"

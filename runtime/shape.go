@@ -128,7 +128,7 @@ func hasFormat(v any, format string) bool {
 		return err == nil && q.String() == s
 	case ir.FormatPlainQuantity:
 		q, err := resource.ParseQuantity(s)
-		return err == nil && q.String() == s && !strings.Contains(s, "e-")
+		return err == nil && q.String() == s && !strings.Contains(s, "e-") && !strings.Contains(s, "E-")
 	case ir.FormatDNSLabel:
 		return len(validation.IsDNS1123Label(s)) == 0
 	case ir.FormatLabelValue:

@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -8,11 +9,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/admitc/admitc/compiler"
+	"github.com/admitc/admitc/ir"
 	"github.com/admitc/admitc/runtime"
 )
 
 // Kyverno's label_match (a literal map against the selector or the
-// labels, null read as {}; a key whose value is "" must be there), pattern_match (a wildcard against a field, or against x || '')
+// labels, null read as {}; a key whose value is "" must be there), pattern_match (a wildcard against a field, or against x || ”)
 // and to_array (of a list that is never null: the list) are typed: each
 // rule of testdata/typed-functions.yaml decides every Service below,
 // CREATE and UPDATE, as its exact dynamic form (which
@@ -81,4 +83,43 @@ func TestTypedFunctionsDecideAsDynamic(t *testing.T) {
 	assert.Equal(t, 5*compared, typed, "every Service fits the schema")
 	assert.Positive(t, outcomes["allowed"])
 	assert.Positive(t, outcomes["denied"])
+}
+
+// pattern_match('*', x) is true whatever x is, so its typed form would
+// not read x; Kyverno's function fails where x is missing: such a rule
+// keeps the exact form.
+func TestPatternMatchOfAnythingOnAMissingFieldIsExact(t *testing.T) {
+	policy := `apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: any-team
+spec:
+  rules:
+  - name: team
+    match:
+      any:
+      - resources:
+          kinds: [Service]
+    validate:
+      failureAction: Enforce
+      message: "A team label is required."
+      deny:
+        conditions:
+          any:
+          - key: "{{ pattern_match('*', request.object.metadata.labels.team) }}"
+            operator: Equals
+            value: false
+`
+	set, diags := compiler.Compile([]compiler.Source{{Name: "any-team.yaml", Data: []byte(policy)}}, compiler.Options{})
+	require.Empty(t, diags)
+	require.Len(t, set.Policies, 1)
+	assert.True(t, slices.ContainsFunc(set.Policies[0].Variables, func(v ir.NamedExpression) bool { return v.Name == "kyvernoDeny" }),
+		"the exact form's variables: %+v", set.Policies[0].Variables)
+	e, err := runtime.NewEngine(set)
+	require.NoError(t, err)
+	svc := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Service",
+		"metadata": map[string]any{"name": "s", "namespace": "shop"}, "spec": map[string]any{}}}
+	req := runtime.RequestFor(svc, nil, "shop")
+	req.Offline = true
+	assert.Equal(t, "error", outcome(t, decideErrorsAlike(t, e, req)), "Kyverno's function fails on a missing label")
 }

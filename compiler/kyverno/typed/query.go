@@ -1132,6 +1132,11 @@ func (q *query) patternMatch(lit any, argNode gojmespath.ASTNode, cur qval) (qva
 	}
 	s := arg.path.expr(q.b)
 	mayErr := arg.path.present(q.b) != nil
+	if mayErr && !arg.path.hasDflt && strings.Trim(p, "*") == "" {
+		// The match is true whatever the value: a missing field would
+		// not be read, where Kyverno's function fails.
+		return qval{}, q.refuse("pattern_match() of %q on a field that may be missing", p)
+	}
 	if arg.path.hasDflt {
 		// x || '': a missing or empty value is ''.
 		opt, _ := arg.path.optional(q.b)

@@ -185,12 +185,12 @@ func (w *walk) dynamicKey(text string, v celbuild.Expr, key string, child kubesc
 }
 
 // quantityKey is the plain key k of the map v whose pattern value is s, a
-// quantity in its canonical form read at admission (ReadElementValues), on
-// a quantity field: Kyverno's validateString compares two such texts as
-// durations where both are one (a canonical quantity is one only as 0 or
-// a whole number of m, where that is the same comparison), else as
-// quantities; an absent value is "0". The field is read in its canonical
-// form too.
+// quantity as the API server writes it, read at admission
+// (ReadElementValues), on a quantity field: Kyverno's validateString
+// compares two such texts as durations where both are one, else as
+// quantities; an absent value is "0". A quantity is a Go duration only as
+// 0 or with the m suffix (a scale of at least nano), where the two
+// comparisons agree. The field is read as the API server writes it too.
 func (w *walk) quantityKey(text string, s, v celbuild.Expr, key string, child kubeschema.Node, known, present bool, cpath kpath, crp string) (check, error) {
 	if !known || !child.Quantity() {
 		return check{}, notTyped("a quantity pattern value on a field that is not a quantity")
@@ -288,13 +288,14 @@ func (t *Translator) ReadElementValues(texts []ElementValueText, roots Roots) (E
 			missing = append(missing, negate(t.b, present))
 			missingText = append(missingText, t.substitutionError(strings.TrimSpace(q), vt.Pointer, p))
 		}
-		notPlain = append(notPlain, t.b.Member("contains", s, t.b.String("e-")))
+		notPlain = append(notPlain, t.b.Member("matches", s, t.b.String("[eE]-")))
 	}
 	// Every value is substituted before any is compared: one that does
-	// not resolve errs first. A quantity Kyverno reads as a range is not
-	// compared: it raises admitc's error, on the first element that does
-	// not pass as Kyverno's error would (offline such a quantity is
-	// judged by the exact form: ir.FormatPlainQuantity).
+	// not resolve errs first. A quantity Kyverno reads as a range (an
+	// exponent's minus sign, 1e-3 or 1E-3) is not compared: it raises
+	// admitc's error, on the first element that does not pass as Kyverno's
+	// error would (offline such a quantity is judged by the exact form:
+	// ir.FormatPlainQuantity).
 	raise := t.b.String(pattern.NotReadAtAdmission)
 	for i := len(notPlain) - 1; i >= 0; i-- {
 		if out.Errs == nil {
