@@ -21,18 +21,7 @@ import (
 // TestFunctionsAsKyverno proves against Kyverno's JMESPath), and a typed
 // form judges each rule.
 func TestTypedFunctionsDecideAsDynamic(t *testing.T) {
-	src, err := compiler.ReadSources([]string{"testdata/typed-functions.yaml"})
-	require.NoError(t, err)
-	set, diags := compiler.Compile(src, compiler.Options{})
-	require.Empty(t, diags)
-	require.Len(t, set.Policies, 5)
-	for _, p := range set.Policies {
-		require.NotNil(t, p.Dynamic, "%s is typed", p.Name)
-	}
-	withTyped, err := runtime.NewEngine(set)
-	require.NoError(t, err)
-	dynamic, err := runtime.NewEngine(dynamicOnly(set))
-	require.NoError(t, err)
+	set, withTyped, dynamic := typedAndDynamic(t, "testdata/typed-functions.yaml", 5)
 
 	selectors := []map[string]any{nil, {}, {"exposure": "public"}, {"exposure": "public", "tier": "web"},
 		{"exposure": "public", "tier": "web", "app": "shop"}, {"exposure": "private", "tier": "web"}, {"tier": ""}}

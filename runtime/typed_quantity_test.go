@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/admitc/admitc/compiler"
+	"github.com/admitc/admitc/ir"
 	"github.com/admitc/admitc/runtime"
 )
 
@@ -27,17 +28,7 @@ import (
 // differentials prove against Kyverno's engine; texts not in canonical
 // form are judged by the dynamic form itself.
 func TestElementQuantitiesDecideAsDynamic(t *testing.T) {
-	src, err := compiler.ReadSources([]string{"../examples/kyverno-pattern/require-qos-guaranteed-foreach/policy.yaml"})
-	require.NoError(t, err)
-	set, diags := compiler.Compile(src, compiler.Options{})
-	require.Empty(t, diags)
-	for _, p := range set.Policies {
-		require.NotNil(t, p.Dynamic, "%s is typed", p.Name)
-	}
-	withTyped, err := runtime.NewEngine(set)
-	require.NoError(t, err)
-	dynamic, err := runtime.NewEngine(dynamicOnly(set))
-	require.NoError(t, err)
+	set, withTyped, dynamic := typedAndDynamic(t, "../examples/kyverno-pattern/require-qos-guaranteed-foreach/policy.yaml", 3)
 
 	// "" is absent; 1000m and 1024Mi are not canonical (1, 1Gi).
 	// 1E-3 and -1E-3 are kept as written, and read as ranges by Kyverno
@@ -82,6 +73,26 @@ func TestElementQuantitiesDecideAsDynamic(t *testing.T) {
 	for _, o := range []string{"allowed", "denied", "error"} {
 		assert.Positive(t, decisions[o], "%s is seen: %v", o, decisions)
 	}
+}
+
+// typedAndDynamic compiles the policy file at path, which must give n
+// typed policies, into engines that judge with the typed forms (where an
+// object fits their schema) and with the dynamic forms only.
+func typedAndDynamic(t *testing.T, path string, n int) (set *ir.PolicySet, withTyped, dynamic *runtime.Engine) {
+	t.Helper()
+	src, err := compiler.ReadSources([]string{path})
+	require.NoError(t, err)
+	set, diags := compiler.Compile(src, compiler.Options{})
+	require.Empty(t, diags)
+	require.Len(t, set.Policies, n)
+	for _, p := range set.Policies {
+		require.NotNil(t, p.Dynamic, "%s is typed", p.Name)
+	}
+	withTyped, err = runtime.NewEngine(set)
+	require.NoError(t, err)
+	dynamic, err = runtime.NewEngine(dynamicOnly(set))
+	require.NoError(t, err)
+	return set, withTyped, dynamic
 }
 
 // outcome is allowed, denied or error, of a decision decideErrorsAlike

@@ -11,7 +11,6 @@ import (
 	kyvernov1 "github.com/kyverno/kyverno/api/kyverno/v1"
 
 	"github.com/admitc/admitc/compiler/kyverno/conditions"
-	"github.com/admitc/admitc/compiler/kyverno/pattern"
 	"github.com/admitc/admitc/compiler/kyverno/typed"
 	"github.com/admitc/admitc/internal/celbuild"
 	"github.com/admitc/admitc/internal/kubeschema"
@@ -206,13 +205,7 @@ func depthOf(roots typed.Roots) int {
 // pointer of its first place, as Kyverno's substitution writes it (a /
 // in a key escaped \/).
 func elementValueTexts(v *kyvernov1.Validation) ([]typed.ElementValueText, error) {
-	var doc any
-	var err error
-	if p := v.GetPattern(); p != nil {
-		doc, err = pattern.ResolveReferences(p, "pattern")
-	} else {
-		doc, err = pattern.ResolveReferences(v.GetAnyPattern(), "anyPattern")
-	}
+	doc, err := resolvedPattern(v)
 	if err != nil {
 		return nil, err
 	}

@@ -217,17 +217,20 @@ func typedWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool, n k
 	return &out, nil
 }
 
+// resolvedPattern is the validation's pattern (or anyPattern) with its $( )
+// references resolved.
+func resolvedPattern(v *kyvernov1.Validation) (any, error) {
+	if p := v.GetPattern(); p != nil {
+		return pattern.ResolveReferences(p, "pattern")
+	}
+	return pattern.ResolveReferences(v.GetAnyPattern(), "anyPattern")
+}
+
 // patternValueTexts are the pattern's (or anyPattern's) values with {{ }}
 // variables, in the order the exact translation reads them: each pattern's
 // keys sorted, after its $( ) references.
 func patternValueTexts(v *kyvernov1.Validation) ([]typed.ValueText, error) {
-	var doc any
-	var err error
-	if p := v.GetPattern(); p != nil {
-		doc, err = pattern.ResolveReferences(p, "pattern")
-	} else {
-		doc, err = pattern.ResolveReferences(v.GetAnyPattern(), "anyPattern")
-	}
+	doc, err := resolvedPattern(v)
 	if err != nil {
 		return nil, err
 	}

@@ -128,6 +128,16 @@ func (l *Loop) over(pred celbuild.Expr, all bool) celbuild.Expr {
 // name, however often value reads it. Nil when the elements come from
 // nested lists.
 func (l *Loop) FirstMap(pred, value celbuild.Expr) celbuild.Expr {
+	kept := l.kept(pred)
+	if kept == nil {
+		return nil
+	}
+	return l.b.Index(l.b.Map(kept, l.gens[0].v, value), l.b.Int(0))
+}
+
+// kept is list.filter(v, pred) of a loop over one list (nil over nested
+// lists).
+func (l *Loop) kept(pred celbuild.Expr) celbuild.Expr {
 	if len(l.gens) != 1 {
 		return nil
 	}
@@ -136,23 +146,19 @@ func (l *Loop) FirstMap(pred, value celbuild.Expr) celbuild.Expr {
 	if g.filter != nil {
 		keep = l.b.And(g.filter, pred)
 	}
-	return l.b.Index(l.b.Map(l.b.Filter(g.src, g.v, keep), g.v, value), l.b.Int(0))
+	return l.b.Filter(g.src, g.v, keep)
 }
 
 // FirstOnlyMap is FirstMap where value may fail on a later element for
 // which pred holds: the first is taken before value reads it,
 // [list.filter(v, pred)[0]].map(v, value)[0].
 func (l *Loop) FirstOnlyMap(pred, value celbuild.Expr) celbuild.Expr {
-	if len(l.gens) != 1 {
+	kept := l.kept(pred)
+	if kept == nil {
 		return nil
 	}
-	g := l.gens[0]
-	keep := pred
-	if g.filter != nil {
-		keep = l.b.And(g.filter, pred)
-	}
-	first := l.b.Index(l.b.Filter(g.src, g.v, keep), l.b.Int(0))
-	return l.b.Index(l.b.Map(l.b.List(first), g.v, value), l.b.Int(0))
+	first := l.b.Index(kept, l.b.Int(0))
+	return l.b.Index(l.b.Map(l.b.List(first), l.gens[0].v, value), l.b.Int(0))
 }
 
 // Concat is the lists value (a list, over Element) of every element,
