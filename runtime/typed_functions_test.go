@@ -112,3 +112,47 @@ spec:
 	req.Offline = true
 	assert.Equal(t, "error", outcome(t, decideErrorsAlike(t, e, req)), "Kyverno's function fails on a missing label")
 }
+
+// A pattern value "{{ request.namespace }}-*" is plain text whatever the
+// namespace, which the API server keeps a DNS label: the typed form reads
+// serviceAccountName.startsWith(request.namespace + "-"). Offline, a
+// namespace that is not a DNS label (one with a '*', which Kyverno would
+// read as a wildcard) is judged by the exact form, as Kyverno judges it.
+func TestNamespacePrefixIsStartsWith(t *testing.T) {
+	set, withTyped, dynamic := typedAndDynamic(t, "../examples/kyverno-pattern/require-namespace-scoped-identity/policy.yaml", 9)
+	p := set.Policies[0]
+	require.Equal(t, "require-namespace-scoped-identity.service-account-in-namespace", p.Name)
+	assert.Contains(t, p.Validations[0].Expression, `object.spec.serviceAccountName.startsWith(request.namespace + "-")`)
+	assert.NotContains(t, p.Validations[0].Expression, "matches(", "no wildcard or operator test is left")
+	assert.True(t, slices.ContainsFunc(p.SchemaReads, func(r ir.SchemaRead) bool {
+		return r.Path == "metadata.namespace" && r.Format == ir.FormatDNSLabel
+	}), "%+v", p.SchemaReads)
+	pod := func(ns, sa string) *runtime.Request {
+		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod",
+			"metadata": map[string]any{"name": "p", "namespace": ns, "labels": map[string]any{"team": ns, "app.kubernetes.io/instance": "p"}},
+			"spec":     map[string]any{"serviceAccountName": sa, "containers": []any{map[string]any{"name": "c", "image": "app:1"}}}}}
+		req := runtime.RequestFor(obj, nil, ns)
+		req.Offline = true
+		return req
+	}
+	for _, c := range []struct {
+		ns, sa  string
+		allowed bool
+		typed   bool
+	}{
+		{"shop", "shop-api", true, true},
+		{"shop", "shop-", true, true},
+		{"shop", "shopping-api", false, true},
+		{"shop", "default", false, true},
+		// Kyverno reads team*-* as a wildcard: team-x-y matches it.
+		{"team*", "team-x-y", true, false},
+	} {
+		req := pod(c.ns, c.sa)
+		want, got := decideErrorsAlike(t, dynamic, req), decideErrorsAlike(t, withTyped, req)
+		require.Equal(t, want, got, "%s %s", c.ns, c.sa)
+		assert.Equal(t, c.allowed, outcome(t, got) == "allowed", "%s %s: %s", c.ns, c.sa, got)
+		fits, err := runtime.FitsSchema(&set.Policies[0], req)
+		require.NoError(t, err)
+		assert.Equal(t, c.typed, fits, "%s %s: judged by the typed form", c.ns, c.sa)
+	}
+}

@@ -190,7 +190,9 @@ func typedWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool, n k
 		if err != nil {
 			return nil, err
 		}
-		valid = b.Ternary(values[i].NotPlain, raise, valid)
+		if values[i].NotPlain != nil {
+			valid = b.Ternary(values[i].NotPlain, raise, valid)
+		}
 	}
 	for _, v := range values {
 		if v.Name != "" {

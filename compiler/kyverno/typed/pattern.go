@@ -81,6 +81,9 @@ type Translator struct {
 	// quantityValues are the values that are quantities in their
 	// canonical form (ReadElementValues), by their text.
 	quantityValues map[string]bool
+	// prefixValues are the values that are a namespace and a prefix
+	// before a '*' (namespacePrefix), by their text: the prefix.
+	prefixValues map[string]celbuild.Expr
 }
 
 // ContainerList is the concatenation of a pod spec's three container

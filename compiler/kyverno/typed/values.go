@@ -1,11 +1,13 @@
 package typed
 
 import (
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode"
 
 	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/operators"
 
 	"github.com/admitc/admitc/compiler/kyverno/pattern"
 	"github.com/admitc/admitc/internal/celbuild"
@@ -44,13 +46,19 @@ type ValueText struct {
 // ReadPatternValues translates the {{ }} values of the patterns
 // translated next, in Kyverno's substitution order, from roots.
 func (t *Translator) ReadPatternValues(texts []ValueText, roots Roots) ([]PatternValue, error) {
-	t.values, t.quantityValues = map[string]celbuild.Expr{}, nil
+	t.values, t.quantityValues, t.prefixValues = map[string]celbuild.Expr{}, nil, map[string]celbuild.Expr{}
 	var out []PatternValue
 	names := map[string]bool{}
 	for _, vt := range texts {
 		e, err := t.patternValue(vt.Text, roots)
 		if err != nil {
 			return nil, err
+		}
+		if prefix, ok := t.namespacePrefix(e); ok {
+			// Plain text whatever the namespace: read in place.
+			t.values[vt.Text], t.prefixValues[vt.Text] = e, prefix
+			out = append(out, PatternValue{Expr: e})
+			continue
 		}
 		v := PatternValue{Expr: e}
 		use := e
@@ -68,6 +76,35 @@ func (t *Translator) ReadPatternValues(texts []ValueText, roots Roots) ([]Patter
 	}
 	return out, nil
 }
+
+// namespacePrefix says e, a pattern value, is request.namespace followed
+// by text that ends with its only wildcard, a '*' ("{{ request.namespace
+// }}-*"), and gives the prefix before it. A namespace is a DNS label (the
+// API server's validation of namespaces; offline, an object whose
+// metadata.namespace is not one is judged by the exact form), so such a
+// value is always plain text to Kyverno (no operator, range, duration or
+// quantity ends with '*'), and it matches a string that starts with the
+// prefix: x.startsWith(request.namespace + "-").
+func (t *Translator) namespacePrefix(e celbuild.Expr) (celbuild.Expr, bool) {
+	if e.Kind() != ast.CallKind || e.AsCall().FunctionName() != operators.Add || len(e.AsCall().Args()) != 2 {
+		return nil, false
+	}
+	ns, rest := e.AsCall().Args()[0], e.AsCall().Args()[1]
+	lit, ok := celbuild.StringLit(rest)
+	if !ok || !t.b.Same(ns, t.b.Field(t.b.Ident("request"), "namespace")) {
+		return nil, false
+	}
+	prefix, ok := strings.CutSuffix(lit, "*")
+	if !ok || prefix == "" || !safePrefix.MatchString(prefix) {
+		return nil, false
+	}
+	t.readFormat("metadata.namespace", ir.FormatDNSLabel)
+	return t.b.Add(ns, t.b.String(prefix)), true
+}
+
+// safePrefix is text with no wildcard, no | or &, no white space and no
+// backslash: a namespace followed by it and '*' is plain text.
+var safePrefix = regexp.MustCompile(`^[A-Za-z0-9._:/@=+-]+$`)
 
 // isRequestField says e is request.<field>: always there, read in place.
 func isRequestField(e celbuild.Expr) bool {
@@ -157,6 +194,18 @@ func (w *walk) dynamicKey(text string, v celbuild.Expr, key string, child kubesc
 	}
 	if w.t.quantityValues[text] {
 		return w.quantityKey(text, s, v, key, child, known, present, cpath, crp)
+	}
+	if prefix, ok := w.t.prefixValues[text]; ok {
+		// Never "*": a missing key fails at the key.
+		fail := func() celbuild.Expr { return cpath.expr(w.b) }
+		if !known {
+			return check{ok: w.b.Bool(false), fail: fail}, nil
+		}
+		starts := w.b.Member("startsWith", w.b.Select(v, key), prefix)
+		if !present {
+			starts = w.b.And(w.b.Has(v, key), starts)
+		}
+		return check{ok: starts, fail: fail}, nil
 	}
 	has := celbuild.Expr(w.b.Bool(false))
 	if known {
@@ -254,7 +303,7 @@ type ElementValueText struct {
 // field read strictly (and compared with quantity fields): what the
 // pattern compares is that field of the element, in place.
 func (t *Translator) ReadElementValues(texts []ElementValueText, roots Roots) (ElementValues, error) {
-	t.values, t.quantityValues = map[string]celbuild.Expr{}, map[string]bool{}
+	t.values, t.quantityValues, t.prefixValues = map[string]celbuild.Expr{}, map[string]bool{}, nil
 	var out ElementValues
 	var missing, notPlain []celbuild.Expr
 	var missingText []celbuild.Expr
