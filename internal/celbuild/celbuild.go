@@ -168,6 +168,12 @@ func (b *Builder) Add(x, y Expr) Expr {
 			}
 		}
 	}
+	// (z + "a") + "b" is z + "ab".
+	if ys, ok := StringLit(y); ok && x.Kind() == ast.CallKind && x.AsCall().FunctionName() == operators.Add {
+		if xs, ok := StringLit(x.AsCall().Args()[1]); ok {
+			return b.Add(x.AsCall().Args()[0], b.String(xs+ys))
+		}
+	}
 	return b.Call(operators.Add, x, y)
 }
 

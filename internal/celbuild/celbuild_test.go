@@ -163,3 +163,14 @@ func evalWith(src string, vars map[string]any) (any, error) {
 	}
 	return out.Value(), nil
 }
+
+// Text next to text is one literal, either way round: "a" + ("b" + z) is
+// "ab" + z and (z + "a") + "b" is z + "ab"; lists are never joined.
+func TestAdjacentTextIsOneLiteral(t *testing.T) {
+	b := New()
+	z := b.Ident("z")
+	assert.Equal(t, `"ab" + z`, b.MustPrint(b.Add(b.String("a"), b.Add(b.String("b"), z))))
+	assert.Equal(t, `z + "ab"`, b.MustPrint(b.Add(b.Add(z, b.String("a")), b.String("b"))))
+	assert.Equal(t, `"x" + z + "ab"`, b.MustPrint(b.Add(b.Add(b.Add(b.String("x"), z), b.String("a")), b.String("b"))))
+	assert.Equal(t, `z + [1] + [2]`, b.MustPrint(b.Add(b.Add(z, b.List(b.Int(1))), b.List(b.Int(2)))))
+}
