@@ -31,7 +31,7 @@ func scalarPredicate(p any, fp *field.Path) (predicate, error) {
 	case float64:
 		return floatPredicate(pt), nil
 	case string:
-		return stringPredicate(pt, fp, false)
+		return stringPredicate(pt, fp, false, true)
 	}
 	return nil, errorf(fp, "unsupported pattern value of type %T", p)
 }
@@ -41,7 +41,7 @@ func scalarPredicate(p any, fp *field.Path) (predicate, error) {
 // type dyn): the In operators of conditions check a key's text against a
 // range value this way.
 func ValidateText(p, v string) (string, error) {
-	pred, err := stringPredicate(p, nil, true)
+	pred, err := stringPredicate(p, nil, true, true)
 	if err != nil {
 		return "", err
 	}
@@ -97,8 +97,9 @@ func doubleLiteral(f float64) string {
 
 // stringPredicate is validateStringPatterns: the value equals the pattern,
 // or one of the '|' alternatives has all its '&' conditions true. text
-// says the value is always a string.
-func stringPredicate(p string, fp *field.Path, text bool) (predicate, error) {
+// says the value is always a string; whole is false where the value never
+// equals the pattern as written (that test is left out).
+func stringPredicate(p string, fp *field.Path, text, whole bool) (predicate, error) {
 	var alts [][]predicate
 	single := false
 	for _, alt := range strings.Split(p, "|") {
@@ -124,7 +125,7 @@ func stringPredicate(p string, fp *field.Path, text bool) (predicate, error) {
 			}
 			ors = append(ors, strings.Join(ands, " && "))
 		}
-		if !single {
+		if !single && whole {
 			// Kyverno passes a value equal to the pattern as written first;
 			// written last, it reads as the exception it is.
 			ors = append(ors, celenv.EqualsString(v, p))
@@ -326,6 +327,18 @@ func wildcardMatch(p, s string) string {
 // value of any type (null for a missing one).
 func Predicate(p any, v string) (string, error) {
 	pred, err := scalarPredicate(p, field.NewPath("pattern"))
+	if err != nil {
+		return "", err
+	}
+	return pred(v), nil
+}
+
+// PredicateOfOthers is Predicate on a value that never equals the string
+// pattern p as written (a field whose values the API server limits to an
+// enum that p is not one of, such as "RuntimeDefault | Localhost"):
+// without Kyverno's first test, the value equal to the whole pattern.
+func PredicateOfOthers(p string, v string) (string, error) {
+	pred, err := stringPredicate(p, field.NewPath("pattern"), false, false)
 	if err != nil {
 		return "", err
 	}

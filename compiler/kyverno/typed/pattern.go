@@ -435,6 +435,17 @@ func (w *walk) scalar(p any, v celbuild.Expr, n kubeschema.Node, path kpath, rp 
 	if err != nil {
 		return check{}, notTyped("%s: %v", rp, err)
 	}
+	if s, ok := p.(string); ok && n.Shape() == kubeschema.String {
+		if enum := n.Enum(); len(enum) > 0 && !slices.Contains(enum, s) {
+			// The field never holds the pattern as written
+			// ("RuntimeDefault | Localhost"): the API server refuses
+			// any value but its enum's.
+			if pred, err = pattern.PredicateOfOthers(s, "x"); err != nil {
+				return check{}, notTyped("%s: %v", rp, err)
+			}
+			w.t.readEnum(rp, enum)
+		}
+	}
 	leafShape := n.Shape()
 	if leafShape == kubeschema.List {
 		leafShape = n.Items().Shape()
