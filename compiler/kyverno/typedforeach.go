@@ -2,15 +2,14 @@ package kyverno
 
 import (
 	"fmt"
-	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/google/cel-go/common/ast"
 	kyvernov1 "github.com/kyverno/kyverno/api/kyverno/v1"
 
 	"github.com/admitc/admitc/compiler/kyverno/conditions"
+	"github.com/admitc/admitc/compiler/kyverno/pattern"
 	"github.com/admitc/admitc/compiler/kyverno/typed"
 	"github.com/admitc/admitc/internal/celbuild"
 	"github.com/admitc/admitc/internal/kubeschema"
@@ -202,8 +201,7 @@ func depthOf(roots typed.Roots) int {
 // elementValueTexts are the {{ }} values of a foreach entry's pattern (or
 // anyPattern), in the order the exact translation reads them (each
 // pattern's keys sorted, after its $( ) references), each with the JSON
-// pointer of its first place, as Kyverno's substitution writes it (a /
-// in a key escaped \/).
+// pointer of its first place.
 func elementValueTexts(v *kyvernov1.Validation) ([]typed.ElementValueText, error) {
 	doc, err := resolvedPattern(v)
 	if err != nil {
@@ -211,26 +209,14 @@ func elementValueTexts(v *kyvernov1.Validation) ([]typed.ElementValueText, error
 	}
 	var out []typed.ElementValueText
 	seen := map[string]bool{}
-	var walk func(p any, pointer string)
-	walk = func(p any, pointer string) {
-		switch pt := p.(type) {
-		case map[string]any:
-			for _, k := range slices.Sorted(maps.Keys(pt)) {
-				walk(pt[k], pointer+"/"+strings.ReplaceAll(k, "/", `\/`))
-			}
-		case []any:
-			for i, e := range pt {
-				walk(e, pointer+"/"+strconv.Itoa(i))
-			}
-		case string:
-			if strings.Contains(pt, "{{") && !seen[pt] {
-				seen[pt] = true
-				out = append(out, typed.ElementValueText{Text: pt, Pointer: pointer})
-			}
+	err = pattern.EachValueAt(doc, func(text, _, pointer string) error {
+		if !seen[text] {
+			seen[text] = true
+			out = append(out, typed.ElementValueText{Text: text, Pointer: pointer})
 		}
-	}
-	walk(doc, "")
-	return out, nil
+		return nil
+	})
+	return out, err
 }
 
 // stringLiteral is the text of a string literal.
@@ -366,19 +352,16 @@ func typedForEach(b *celbuild.Builder, t *typed.Translator, c computedRule, v *k
 			}
 			// The pattern is matched where the element does not err:
 			// what its values read is there.
-			check := func(elem typed.Root) (typedOutcome, error) {
+			check := func(elem typed.Root) (typedOutcome, typed.ElementValues, error) {
 				values, err := bind(elem)
 				if err != nil {
-					return typedOutcome{}, err
+					return typedOutcome{}, values, err
 				}
 				elem.Known = append(slices.Clone(elem.Known), values.Known...)
-				return translateTypedAt(b, t, tv, elem)
+				o, err := translateTypedAt(b, t, tv, elem)
+				return o, values, err
 			}
-			values, err := bind(*inner.Element)
-			if err != nil {
-				return foreachOutcome{}, err
-			}
-			o, err := check(*inner.Element)
+			o, values, err := check(*inner.Element)
 			if err != nil {
 				return foreachOutcome{}, err
 			}
@@ -406,7 +389,7 @@ func typedForEach(b *celbuild.Builder, t *typed.Translator, c computedRule, v *k
 				return b.And(pre, b.Not(o.skip)), nil
 			}
 			message = func(first typed.Root) (celbuild.Expr, error) {
-				of, err := check(first)
+				of, _, err := check(first)
 				if err != nil {
 					return nil, err
 				}

@@ -3,6 +3,7 @@ package pattern
 import (
 	"sort"
 	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -76,7 +77,16 @@ func (t *translator) readValues(p any, fp *field.Path) error {
 // list holding it, for an element) and its place, in the order the
 // translation reads them: map keys sorted, list elements in order.
 func EachValue(p any, fp *field.Path, visit func(text, key string, at *field.Path) error) error {
-	return eachValue(p, "", fp, visit)
+	return eachValue(p, "", fp, "", func(text, key string, at *field.Path, _ string) error { return visit(text, key, at) })
+}
+
+// EachValueAt is EachValue giving each value's place as the JSON pointer
+// Kyverno's substitution names in its errors (a / in a key escaped \/):
+// /resources/limits/cpu.
+func EachValueAt(p any, visit func(text, key, pointer string) error) error {
+	return eachValue(p, "", field.NewPath("pattern"), "", func(text, key string, _ *field.Path, pointer string) error {
+		return visit(text, key, pointer)
+	})
 }
 
 // HasValues says the pattern document p has a value EachValue visits.
@@ -89,7 +99,7 @@ func HasValues(p any) bool {
 	return found
 }
 
-func eachValue(p any, key string, fp *field.Path, visit func(text, key string, at *field.Path) error) error {
+func eachValue(p any, key string, fp *field.Path, pointer string, visit func(text, key string, at *field.Path, pointer string) error) error {
 	switch pt := p.(type) {
 	case map[string]any:
 		keys := make([]string, 0, len(pt))
@@ -98,19 +108,19 @@ func eachValue(p any, key string, fp *field.Path, visit func(text, key string, a
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			if err := eachValue(pt[k], k, fp.Child(k), visit); err != nil {
+			if err := eachValue(pt[k], k, fp.Child(k), pointer+"/"+strings.ReplaceAll(k, "/", `\/`), visit); err != nil {
 				return err
 			}
 		}
 	case []any:
 		for i, v := range pt {
-			if err := eachValue(v, key, fp.Index(i), visit); err != nil {
+			if err := eachValue(v, key, fp.Index(i), pointer+"/"+strconv.Itoa(i), visit); err != nil {
 				return err
 			}
 		}
 	case string:
 		if hasVariable(pt) {
-			return visit(pt, key, fp)
+			return visit(pt, key, fp, pointer)
 		}
 	}
 	return nil

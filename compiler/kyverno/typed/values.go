@@ -305,8 +305,16 @@ type ElementValueText struct {
 func (t *Translator) ReadElementValues(texts []ElementValueText, roots Roots) (ElementValues, error) {
 	t.values, t.quantityValues, t.prefixValues = map[string]celbuild.Expr{}, map[string]bool{}, nil
 	var out ElementValues
-	var missing, notPlain []celbuild.Expr
-	var missingText []celbuild.Expr
+	// The element errs at the first of these tests that holds, with its
+	// text: every value is substituted before any is compared, so one
+	// that does not resolve errs first; a quantity Kyverno reads as a
+	// range (an exponent's minus sign, 1e-3 or 1E-3) is not compared but
+	// raises admitc's error, on the first element that does not pass as
+	// Kyverno's error would (offline such a quantity is judged by the
+	// exact form: ir.FormatPlainQuantity).
+	type erring struct{ test, text celbuild.Expr }
+	var missing, notPlain []erring
+	raise := t.b.String(pattern.NotReadAtAdmission)
 	for _, vt := range texts {
 		q, ok := wholeVariable(vt.Text)
 		if !ok {
@@ -334,33 +342,18 @@ func (t *Translator) ReadElementValues(texts []ElementValueText, roots Roots) (E
 			}
 		}
 		if present := p.present(t.b); present != nil {
-			missing = append(missing, negate(t.b, present))
-			missingText = append(missingText, t.substitutionError(strings.TrimSpace(q), vt.Pointer, p))
+			missing = append(missing, erring{negate(t.b, present), t.substitutionError(strings.TrimSpace(q), vt.Pointer, p)})
 		}
-		notPlain = append(notPlain, t.b.Member("matches", s, t.b.String("[eE]-")))
+		notPlain = append(notPlain, erring{t.b.Member("matches", s, t.b.String("[eE]-")), raise})
 	}
-	// Every value is substituted before any is compared: one that does
-	// not resolve errs first. A quantity Kyverno reads as a range (an
-	// exponent's minus sign, 1e-3 or 1E-3) is not compared: it raises
-	// admitc's error, on the first element that does not pass as Kyverno's
-	// error would (offline such a quantity is judged by the exact form:
-	// ir.FormatPlainQuantity).
-	raise := t.b.String(pattern.NotReadAtAdmission)
-	for i := len(notPlain) - 1; i >= 0; i-- {
+	all := append(missing, notPlain...)
+	for i := len(all) - 1; i >= 0; i-- {
 		if out.Errs == nil {
-			out.Errs, out.ErrText = notPlain[i], raise
+			out.Errs, out.ErrText = all[i].test, all[i].text
 			continue
 		}
-		out.Errs = t.b.Or(notPlain[i], out.Errs)
-		out.ErrText = t.b.Ternary(notPlain[i], raise, out.ErrText)
-	}
-	for i := len(missing) - 1; i >= 0; i-- {
-		if out.Errs == nil {
-			out.Errs, out.ErrText = missing[i], missingText[i]
-			continue
-		}
-		out.Errs = t.b.Or(missing[i], out.Errs)
-		out.ErrText = t.b.Ternary(missing[i], missingText[i], out.ErrText)
+		out.Errs = t.b.Or(all[i].test, out.Errs)
+		out.ErrText = t.b.Ternary(all[i].test, all[i].text, out.ErrText)
 	}
 	return out, nil
 }
