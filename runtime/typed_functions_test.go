@@ -122,7 +122,7 @@ func TestNamespacePrefixIsStartsWith(t *testing.T) {
 	set, withTyped, dynamic := typedAndDynamic(t, "../examples/kyverno-pattern/require-namespace-scoped-identity/policy.yaml", 9)
 	p := set.Policies[0]
 	require.Equal(t, "require-namespace-scoped-identity.service-account-in-namespace", p.Name)
-	assert.Contains(t, p.Validations[0].Expression, `object.spec.serviceAccountName.startsWith(request.namespace + "-")`)
+	assert.Contains(t, p.Validations[0].Expression, `.spec.serviceAccountName.startsWith(request.namespace + "-")`)
 	assert.NotContains(t, p.Validations[0].Expression, "matches(", "no wildcard or operator test is left")
 	assert.True(t, slices.ContainsFunc(p.SchemaReads, func(r ir.SchemaRead) bool {
 		return r.Path == "metadata.namespace" && r.Format == ir.FormatDNSLabel

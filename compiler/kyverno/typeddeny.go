@@ -96,6 +96,9 @@ func typedDenyWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool,
 		deny = typed.Block{Holds: b.Cond(isDelete, none.Holds, deny.Holds), MayErr: deny.MayErr || none.MayErr}
 	}
 	existing := celbuild.Expr(b.Bool(false))
+	// once, when set, is the validation written once over both objects
+	// (eitherObjectValid).
+	var once celbuild.Expr
 	if enforce && c.rule.HasValidateAllowExistingViolations() {
 		// Kyverno's images are the new object's, also on the old one.
 		old := withContextObject(typed.Roots{Object: b.Ident("oldObject"), Node: n, Operation: b.String(string(ir.Create)), Images: images})
@@ -127,11 +130,17 @@ func typedDenyWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool,
 			existing = guard
 		case !before.MayErr:
 			existing = b.And(guard, before.Holds)
+			if !deny.MayErr {
+				once, _ = eitherObjectValid(b, root, deny.Holds, before.Holds, guard, nil)
+			}
 		}
 	}
 	valid := b.Or(b.Not(deny.Holds), existing)
 	if deny.MayErr {
 		valid = b.Ternary(deny.Holds, existing, b.Bool(true))
+	}
+	if once != nil {
+		valid = once
 	}
 	out.Variables, out.AuditAnnotations, out.OfflineAnnotations = resource, nil, nil
 	if !celbuild.IsFalse(existing) {

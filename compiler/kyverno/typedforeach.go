@@ -118,6 +118,9 @@ func typedForEachWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bo
 		nowErrText = b.Index(list, b.Int(0))
 	}
 	existing := celbuild.Expr(b.Bool(false))
+	// beforeFails and guard, when set, are when the old object fails and
+	// when it counts (allowExistingViolations).
+	var beforeFails, guard celbuild.Expr
 	if enforce && c.rule.HasValidateAllowExistingViolations() {
 		oldRoot := b.Ident("oldObject")
 		// Kyverno's images are the new object's, also on the old one.
@@ -125,8 +128,7 @@ func typedForEachWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bo
 		if err != nil {
 			return nil, err
 		}
-		guard, err := b.Parse(existingViolationGuard(m))
-		if err != nil {
+		if guard, err = b.Parse(existingViolationGuard(m)); err != nil {
 			return nil, err
 		}
 		if c.rule.RawAnyAllConditions != nil {
@@ -142,7 +144,7 @@ func typedForEachWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bo
 		}
 		// Only a failure on the old object, not an error, lets the new
 		// one's failure pass.
-		beforeFails := before.fails
+		beforeFails = before.fails
 		if before.failures != nil {
 			failures = append(failures, ir.NamedExpression{Name: OldFailuresVariable, Expression: b.MustPrint(before.failures), Origin: pol.Origin})
 			list := b.Select(b.Ident("variables"), OldFailuresVariable)
@@ -152,6 +154,9 @@ func typedForEachWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bo
 	}
 	out.Variables, out.AuditAnnotations, out.OfflineAnnotations = append(resourceVar, failures...), nil, nil
 	valid := b.Or(b.Not(now.fails), existing)
+	if once, ok := eitherObjectValid(b, resource, now.fails, beforeFails, guard, containerPairs(b, t)); ok && len(failures) == 0 {
+		valid = once
+	}
 	nowFails := now.fails
 	if nowErrs != nil {
 		// The first element that does not pass fails evaluation: the

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/admitc/admitc/compiler/kyverno/podsecurity"
+	"github.com/admitc/admitc/internal/celbuild"
 	"github.com/admitc/admitc/internal/kubeschema"
 	"github.com/admitc/admitc/ir"
 )
@@ -78,12 +79,15 @@ func (r *reader) typedPodSecurityRule(pol *ir.Policy, c computedRule, m loweredM
 		out.Variables = append(out.Variables, ir.NamedExpression{Name: v.Name, Expression: v.Expression, Origin: o})
 	}
 	reads := &schemaReads{n: n}
-	verdict := func(root, containers, records string) (string, bool) {
+	// verdict is the checks' verdict on the pod under root, whose
+	// containers (all three lists) are the CEL containers, and a check's
+	// records (for one an exclusion covers) the CEL records(id).
+	verdict := func(root, containers string, records func(id string) string) (string, bool) {
 		spec, meta, ok := reads.pod(root, place)
 		if !ok {
 			return "", false
 		}
-		p := &podsecurity.TypedPod{Spec: spec, Meta: meta, Containers: "variables." + containers}
+		p := &podsecurity.TypedPod{Spec: spec, Meta: meta, Containers: containers}
 		var terms []string
 		for _, chk := range podsecurity.Evaluated(string(ps.Level)) {
 			v := chk.Selected(minor)
@@ -94,24 +98,33 @@ func (r *reader) typedPodSecurityRule(pol *ir.Policy, c computedRule, m loweredM
 			if covered[chk.ID] {
 				// The records decide; they read what the verdict reads,
 				// which is recorded all the same.
-				verdict = podsecurity.CheckFails("variables." + records + "_" + chk.ID)
+				verdict = podsecurity.CheckFails(records(chk.ID))
 			}
 			terms = append(terms, verdict)
 		}
-		all := make([]string, len(podContainerLists))
-		for i, l := range podContainerLists {
-			all[i] = reads.list(place.Spec, spec, l)
-		}
-		out.Variables = append(out.Variables, ir.NamedExpression{Name: containers, Expression: strings.Join(all, " + "), Origin: o})
 		if !reads.pathsUnder(place, append(p.Reads(), podsecurity.MessageReads...)) {
 			return "", false
 		}
 		return strings.Join(terms, " || "), true
 	}
-	bad, ok := verdict("object", allContainersVariable, PodSecurityVariable)
+	// containerVariable declares the variable name, every container of
+	// the pod under root.
+	containerVariable := func(root, name string) {
+		spec := root + "." + place.Spec
+		all := make([]string, len(podContainerLists))
+		for i, l := range podContainerLists {
+			all[i] = reads.list(place.Spec, spec, l)
+		}
+		out.Variables = append(out.Variables, ir.NamedExpression{Name: name, Expression: strings.Join(all, " + "), Origin: o})
+	}
+	recordsOf := func(prefix string) func(string) string {
+		return func(id string) string { return "variables." + prefix + "_" + id }
+	}
+	bad, ok := verdict("object", "variables."+allContainersVariable, recordsOf(PodSecurityVariable))
 	if !ok {
 		return nil
 	}
+	containerVariable("object", allContainersVariable)
 	valid := "!(" + bad + ")"
 	skipped := ""
 	if enforce && c.rule.HasValidateAllowExistingViolations() {
@@ -125,13 +138,33 @@ func (r *reader) typedPodSecurityRule(pol *ir.Policy, c computedRule, m loweredM
 				out.Variables = append(out.Variables, ir.NamedExpression{Name: v.Name, Expression: v.Expression, Origin: o})
 			}
 		}
-		oldBad, ok := verdict("oldObject", oldAllContainersVariable, podSecurityBeforeVariable)
+		oldBad, ok := verdict("oldObject", "variables."+oldAllContainersVariable, recordsOf(podSecurityBeforeVariable))
 		if !ok {
 			return nil
 		}
-		existing := "(" + existingViolationGuard(m) + ") && (" + oldBad + ")"
-		valid += " || " + existing
+		containerVariable("oldObject", oldAllContainersVariable)
+		guard := existingViolationGuard(m)
+		existing := "(" + guard + ") && (" + oldBad + ")"
 		skipped = "(" + bad + ") && " + existing + " ? '" + offlineSkipReason + "' : ''"
+		// Written once over both objects (eitherObjectValid): the
+		// verdict on the loop's object o, whose containers and records
+		// are the object's or the old object's.
+		either := func(now, old string) string {
+			return "(i == 0 ? " + now + " : " + old + ")"
+		}
+		onEither, ok := verdict(eitherObject, either("variables."+allContainersVariable, "variables."+oldAllContainersVariable), func(id string) string {
+			return either(recordsOf(PodSecurityVariable)(id), recordsOf(podSecurityBeforeVariable)(id))
+		})
+		if !ok {
+			return nil
+		}
+		valid += " || " + existing
+		b := celbuild.New()
+		if e, err := b.Parse("[object, oldObject].exists(i, o, (i == 0 || " + guard + ") && !(" + onEither + ") == (i == 0))"); err == nil {
+			if once := b.MustPrint(e); 10*len(once) <= 9*len(valid) {
+				valid = once
+			}
+		}
 	}
 	out.Validations = []ir.Validation{{
 		Expression:        valid,

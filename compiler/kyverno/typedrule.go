@@ -163,6 +163,9 @@ func typedWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool, n k
 		}
 		existing = b.And(guard, before.bad)
 		valid = b.Or(valid, existing)
+		if once, ok := eitherObjectValid(b, b.Ident("object"), now.bad, before.bad, guard, containerPairs(b, t)); ok {
+			valid = once
+		}
 	}
 	skipped := b.Ternary(b.And(now.bad, existing), b.String(offlineSkipReason), b.String(""))
 	if now.skip != nil {

@@ -868,6 +868,13 @@ func (b *Builder) Substitute(e Expr, name string, with Expr) Expr {
 	return a.adopt(e)
 }
 
+// SubstituteField is e with every read of field of the free identifier
+// name (variables.resource) replaced by with.
+func (b *Builder) SubstituteField(e Expr, name, field string, with Expr) Expr {
+	a := &adoption{b: b, info: b.info, ids: map[int64]int64{}, name: name, field: field, with: with}
+	return a.adopt(e)
+}
+
 // presenceChains is e with each run of nested presence tests written as
 // one optional chain: has(x.a) && has(x.a.b) is x.?a.?b.hasValue(), and
 // !has(x.a) || !has(x.a.b) is !x.?a.?b.hasValue(). Only with
@@ -1007,6 +1014,9 @@ type adoption struct {
 	name  string
 	with  Expr
 	count *int
+	// field, when set, makes the name's field replaced instead
+	// (SubstituteField): name.field, not name.
+	field string
 	// muted stops counting (a macro's call, counted in its expansion).
 	muted bool
 	// chains writes runs of nested presence tests as optional chains
@@ -1059,7 +1069,7 @@ func (a *adoption) copy(e Expr) Expr {
 	switch e.Kind() {
 	case ast.IdentKind:
 		switch {
-		case a.name == "" || e.AsIdent() != a.name:
+		case a.name == "" || e.AsIdent() != a.name || a.field != "":
 			out = b.Ident(e.AsIdent())
 		case a.count != nil:
 			if !a.muted {
@@ -1083,6 +1093,8 @@ func (a *adoption) copy(e Expr) Expr {
 				b.info.SetMacroCall(out.ID(), a.macroCall(call, a))
 				a.muted = muted
 			}
+		} else if op := s.Operand(); a.field != "" && s.FieldName() == a.field && op.Kind() == ast.IdentKind && op.AsIdent() == a.name {
+			out = a.with
 		} else {
 			out = b.fac.NewSelect(b.id(), a.adopt(s.Operand()), s.FieldName())
 		}
@@ -1188,6 +1200,18 @@ func (b *Builder) Exists(target Expr, v string, pred Expr) Expr {
 		return b.Substitute(pred, v, x)
 	}
 	return b.macro(parser.MakeExists, "exists", target, v, pred)
+}
+
+// ExistsIndexed is target.exists(i, v, pred), the two-variable exists of
+// Kubernetes 1.33 (cel-go's ext.TwoVarComprehensions): whether the
+// element at some index i, of value v, passes pred.
+func (b *Builder) ExistsIndexed(target Expr, i, v string, pred Expr) Expr {
+	h := &helper{b: b}
+	comp := b.fac.NewComprehensionTwoVar(b.id(), target, i, v, h.AccuIdentName(), b.Bool(false),
+		b.Call(operators.NotStrictlyFalse, b.Call(operators.LogicalNot, h.NewAccuIdent())),
+		b.Call(operators.LogicalOr, h.NewAccuIdent(), pred), h.NewAccuIdent())
+	b.info.SetMacroCall(comp.ID(), b.fac.NewMemberCall(0, "exists", target, b.Ident(i), b.Ident(v), pred))
+	return comp
 }
 
 // oneLiteral is the element of a list literal of one scalar literal:

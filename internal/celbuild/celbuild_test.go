@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/ext"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -173,4 +174,39 @@ func TestAdjacentTextIsOneLiteral(t *testing.T) {
 	assert.Equal(t, `z + "ab"`, b.MustPrint(b.Add(b.Add(z, b.String("a")), b.String("b"))))
 	assert.Equal(t, `"x" + z + "ab"`, b.MustPrint(b.Add(b.Add(b.Add(b.String("x"), z), b.String("a")), b.String("b"))))
 	assert.Equal(t, `z + [1] + [2]`, b.MustPrint(b.Add(b.Add(z, b.List(b.Int(1))), b.List(b.Int(2)))))
+}
+
+// The two-variable exists prints as written, survives adoption (a
+// substitution of a name it binds leaves its body alone), and evaluates as
+// cel-go's own macro does.
+func TestExistsIndexed(t *testing.T) {
+	b := New()
+	pred := b.Ternary(b.Eq(b.Ident("i"), b.Int(0)), b.Compare(">", b.Ident("o"), b.Ident("min")), b.Compare("<", b.Ident("o"), b.Ident("min")))
+	e := b.ExistsIndexed(b.List(b.Ident("x"), b.Ident("y")), "i", "o", pred)
+	src := b.MustPrint(e)
+	assert.Equal(t, `[x, y].exists(i, o, (i == 0) ? (o > min) : (o < min))`, src)
+	assert.Equal(t, `[x, y].exists(i, o, (i == 0) ? (o > 3) : (o < 3))`, b.MustPrint(b.Substitute(b.Substitute(e, "o", b.Int(9)), "min", b.Int(3))))
+
+	env, err := cel.NewEnv(ext.TwoVarComprehensions(), cel.Variable("x", cel.IntType), cel.Variable("y", cel.IntType), cel.Variable("min", cel.IntType))
+	require.NoError(t, err)
+	checked, iss := env.Compile(src)
+	require.NoError(t, iss.Err())
+	prg, err := env.Program(checked)
+	require.NoError(t, err)
+	for _, c := range []struct {
+		x, y, min int
+		want      bool
+	}{{5, 9, 3, true}, {1, 9, 3, false}, {1, 2, 3, true}} {
+		out, _, err := prg.Eval(map[string]any{"x": c.x, "y": c.y, "min": c.min})
+		require.NoError(t, err)
+		assert.Equal(t, c.want, out.Value(), "x=%d y=%d min=%d", c.x, c.y, c.min)
+	}
+}
+
+// SubstituteField replaces a variable's reads, not the other variables'.
+func TestSubstituteField(t *testing.T) {
+	b := New()
+	e, err := b.Parse(`has(variables.resource.spec) && variables.resource.spec.x == variables.other`)
+	require.NoError(t, err)
+	assert.Equal(t, `has(o.spec) && o.spec.x == variables.other`, b.MustPrint(b.SubstituteField(e, "variables", "resource", b.Ident("o"))))
 }
