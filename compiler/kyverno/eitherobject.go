@@ -97,7 +97,15 @@ func eitherObjectValid(b *celbuild.Builder, root, bad, before, guard celbuild.Ex
 	isNew := b.Eq(i, b.Int(0))
 	pred := b.And(b.Or(isNew, guard), b.Call(operators.Equals, b.Not(body), isNew))
 	once := b.ExistsIndexed(b.List(root, b.Ident("oldObject")), eitherIndex, eitherObject, pred)
-	return once, shorter(b, once, b.Or(b.Not(bad), b.And(guard, before)))
+	// Measured against the two clauses as they print: a list read once
+	// in place there too.
+	twice := b.Or(b.Not(bad), b.And(guard, before))
+	for _, p := range pairs {
+		if p.Inline != nil && b.Uses(bad, p.Now) == 1 {
+			twice = b.Substitute(b.Substitute(twice, p.Now, p.Inline(root)), p.Old, p.Inline(b.Ident("oldObject")))
+		}
+	}
+	return once, shorter(b, once, twice)
 }
 
 // shorter says whether x prints at least a tenth shorter than y: a

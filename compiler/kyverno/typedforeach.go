@@ -154,8 +154,14 @@ func typedForEachWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bo
 	}
 	out.Variables, out.AuditAnnotations, out.OfflineAnnotations = append(resourceVar, failures...), nil, nil
 	valid := b.Or(b.Not(now.fails), existing)
-	if once, ok := eitherObjectValid(b, resource, now.fails, beforeFails, guard, containerPairs(b, t)); ok && len(failures) == 0 {
-		valid = once
+	// The lists are read from the object (on DELETE, where the old
+	// object is Kyverno's request.object, nothing is validated); the
+	// entries' conditions read Kyverno's request.object.
+	for _, root := range []celbuild.Expr{b.Ident("object"), resource} {
+		if once, ok := eitherObjectValid(b, root, now.fails, beforeFails, guard, containerPairs(b, t)); ok && len(failures) == 0 {
+			valid = once
+			break
+		}
 	}
 	nowFails := now.fails
 	if nowErrs != nil {

@@ -158,13 +158,12 @@ func (r *reader) typedPodSecurityRule(pol *ir.Policy, c computedRule, m loweredM
 		if !ok {
 			return nil
 		}
-		valid += " || " + existing
-		b := celbuild.New()
-		if e, err := b.Parse("[object, oldObject].exists(i, o, (i == 0 || " + guard + ") && !(" + onEither + ") == (i == 0))"); err == nil {
-			if once := b.MustPrint(e); 10*len(once) <= 9*len(valid) {
-				valid = once
-			}
+		valid = tidy(valid + " || " + existing)
+		if once := tidy("[object, oldObject].exists(i, o, (i == 0 || " + guard + ") && !(" + onEither + ") == (i == 0))"); 10*len(once) <= 9*len(valid) {
+			valid = once
 		}
+	} else {
+		valid = tidy(valid)
 	}
 	out.Validations = []ir.Validation{{
 		Expression:        valid,
@@ -298,4 +297,17 @@ func (s *schemaReads) pathsUnder(p podsecurity.Placement, reads []string) bool {
 		}
 	}
 	return true
+}
+
+// tidy is a verdict's CEL built again as an AST and printed
+// (internal/celbuild): the checks over one list are one quantifier
+// (variables.allContainers.exists(c, a || b)), and the text is written as
+// the typed translations write theirs. Text that does not parse is kept.
+func tidy(src string) string {
+	b := celbuild.New()
+	e, err := b.Parse(src)
+	if err != nil {
+		return src
+	}
+	return b.MustPrint(e)
 }

@@ -517,6 +517,7 @@ func (b *Builder) logical(op string, unit bool, xs []Expr) Expr {
 		}
 	}
 	kept = b.membership(op, kept)
+	kept = b.quantifiers(op, kept)
 	switch len(kept) {
 	case 0:
 		return b.Bool(unit)
@@ -528,6 +529,79 @@ func (b *Builder) logical(op string, unit bool, xs []Expr) Expr {
 		out = b.Call(op, out, x)
 	}
 	return out
+}
+
+// quantifiers writes the quantifiers over one list among the operands xs
+// of op as one, where the first of them was: l.exists(c, a) ||
+// l.exists(c, b) is l.exists(c, a || b), and l.all(c, a) && l.all(c, b)
+// is l.all(c, a && b). Both are true (for &&, false) where one element
+// makes one predicate so, whatever the errors of the others, and an error
+// otherwise where one errs.
+func (b *Builder) quantifiers(op string, xs []Expr) []Expr {
+	var flat []Expr
+	for _, x := range xs {
+		flat = append(flat, operands(op, x)...)
+	}
+	if merged := b.mergeQuantifiers(op, flat); len(merged) < len(flat) {
+		return merged
+	}
+	return xs
+}
+
+// mergeQuantifiers is quantifiers over the operands xs of a flat chain.
+func (b *Builder) mergeQuantifiers(op string, xs []Expr) []Expr {
+	var out []Expr
+	// at are the indexes in out of the quantifiers kept.
+	var at []int
+	for _, x := range xs {
+		target, v, pred, ok := quantifier(op, x)
+		i := -1
+		if ok {
+			i = slices.IndexFunc(at, func(k int) bool {
+				t, w, _, _ := quantifier(op, out[k])
+				return w == v && b.Same(t, target)
+			})
+		}
+		switch {
+		case i >= 0:
+			k := at[i]
+			t, _, p, _ := quantifier(op, out[k])
+			if op == operators.LogicalOr {
+				out[k] = b.Exists(t, v, b.Or(p, pred))
+			} else {
+				out[k] = b.All(t, v, b.And(p, pred))
+			}
+		case ok:
+			at = append(at, len(out))
+			out = append(out, x)
+		default:
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// quantifier splits e, target.exists(v, pred) for op || (target.all(v,
+// pred) for &&), as the macro expands it.
+func quantifier(op string, e Expr) (target Expr, v string, pred Expr, ok bool) {
+	if e.Kind() != ast.ComprehensionKind {
+		return nil, "", nil, false
+	}
+	c := e.AsComprehension()
+	step, result := c.LoopStep(), c.Result()
+	if c.HasIterVar2() || result.Kind() != ast.IdentKind || result.AsIdent() != c.AccuVar() ||
+		step.Kind() != ast.CallKind || step.AsCall().FunctionName() != op || len(step.AsCall().Args()) != 2 {
+		return nil, "", nil, false
+	}
+	init := c.AccuInit()
+	if !isBool(init, op == operators.LogicalAnd) {
+		return nil, "", nil, false
+	}
+	args := step.AsCall().Args()
+	if args[0].Kind() != ast.IdentKind || args[0].AsIdent() != c.AccuVar() {
+		return nil, "", nil, false
+	}
+	return c.IterRange(), c.IterVar(), args[1], true
 }
 
 // membership writes the comparisons of one value with string literals

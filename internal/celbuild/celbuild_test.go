@@ -210,3 +210,44 @@ func TestSubstituteField(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, `has(o.spec) && o.spec.x == variables.other`, b.MustPrint(b.SubstituteField(e, "variables", "resource", b.Ident("o"))))
 }
+
+// Quantifiers over one list among the operands of || (exists) or &&
+// (all) are one, where the first was; other lists, other variables and
+// other quantifiers stay.
+func TestQuantifiersOverOneListAreOne(t *testing.T) {
+	b := New()
+	e, err := b.Parse(`l.exists(c, c.a) || x || l.exists(c, c.b) || m.exists(c, c.a) || l.exists(d, d.a) || l.all(c, c.z)`)
+	require.NoError(t, err)
+	assert.Equal(t, `l.exists(c, c.a || c.b) || x || m.exists(c, c.a) || l.exists(d, d.a) || l.all(c, c.z)`, b.MustPrint(e))
+	e, err = b.Parse(`l.all(c, c.a) && l.all(c, c.b) && l.exists(c, c.z)`)
+	require.NoError(t, err)
+	assert.Equal(t, `l.all(c, c.a && c.b) && l.exists(c, c.z)`, b.MustPrint(e))
+
+	env, err := cel.NewEnv(cel.Variable("l", cel.ListType(cel.DynType)))
+	require.NoError(t, err)
+	eval := func(src string, l []any) (any, bool) {
+		ast, iss := env.Compile(src)
+		require.NoError(t, iss.Err())
+		prg, err := env.Program(ast)
+		require.NoError(t, err)
+		out, _, err := prg.Eval(map[string]any{"l": l})
+		if err != nil {
+			return nil, false
+		}
+		return out.Value(), true
+	}
+	// Alike on true, false and erring elements (a missing field).
+	lists := [][]any{{}, {map[string]any{"a": true, "b": false}}, {map[string]any{"b": true}}, {map[string]any{"a": false}}, {map[string]any{"a": false, "b": false}, map[string]any{}}}
+	for _, src := range []string{`l.exists(c, c.a) || l.exists(c, c.b)`, `l.all(c, c.a) && l.all(c, c.b)`} {
+		p, err := b.Parse(src)
+		require.NoError(t, err)
+		merged := b.MustPrint(p)
+		require.NotEqual(t, src, merged)
+		for _, l := range lists {
+			want, wantOK := eval(src, l)
+			got, gotOK := eval(merged, l)
+			assert.Equal(t, wantOK, gotOK, "%s on %v", merged, l)
+			assert.Equal(t, want, got, "%s on %v", merged, l)
+		}
+	}
+}
