@@ -554,18 +554,18 @@ func (b *Builder) mergeQuantifiers(op string, xs []Expr) []Expr {
 	// at are the indexes in out of the quantifiers kept.
 	var at []int
 	for _, x := range xs {
-		target, v, pred, ok := quantifier(op, x)
+		target, v, pred, ok := b.quantifier(op, x)
 		i := -1
 		if ok {
 			i = slices.IndexFunc(at, func(k int) bool {
-				t, w, _, _ := quantifier(op, out[k])
+				t, w, _, _ := b.quantifier(op, out[k])
 				return w == v && b.Same(t, target)
 			})
 		}
 		switch {
 		case i >= 0:
 			k := at[i]
-			t, _, p, _ := quantifier(op, out[k])
+			t, _, p, _ := b.quantifier(op, out[k])
 			if op == operators.LogicalOr {
 				out[k] = b.Exists(t, v, b.Or(p, pred))
 			} else {
@@ -583,25 +583,31 @@ func (b *Builder) mergeQuantifiers(op string, xs []Expr) []Expr {
 
 // quantifier splits e, target.exists(v, pred) for op || (target.all(v,
 // pred) for &&), as the macro expands it.
-func quantifier(op string, e Expr) (target Expr, v string, pred Expr, ok bool) {
+func (b *Builder) quantifier(op string, e Expr) (target Expr, v string, pred Expr, ok bool) {
 	if e.Kind() != ast.ComprehensionKind {
 		return nil, "", nil, false
 	}
 	c := e.AsComprehension()
 	step, result := c.LoopStep(), c.Result()
 	if c.HasIterVar2() || result.Kind() != ast.IdentKind || result.AsIdent() != c.AccuVar() ||
-		step.Kind() != ast.CallKind || step.AsCall().FunctionName() != op || len(step.AsCall().Args()) != 2 {
+		step.Kind() != ast.CallKind || step.AsCall().FunctionName() != op {
 		return nil, "", nil, false
 	}
 	init := c.AccuInit()
 	if !isBool(init, op == operators.LogicalAnd) {
 		return nil, "", nil, false
 	}
-	args := step.AsCall().Args()
-	if args[0].Kind() != ast.IdentKind || args[0].AsIdent() != c.AccuVar() {
+	// The step is accu op pred; adopted, a pred that is itself a chain of
+	// op is written as one chain with accu (accu || a || b).
+	ops := operands(op, step)
+	if ops[0].Kind() != ast.IdentKind || ops[0].AsIdent() != c.AccuVar() {
 		return nil, "", nil, false
 	}
-	return c.IterRange(), c.IterVar(), args[1], true
+	pred = ops[1]
+	for _, x := range ops[2:] {
+		pred = b.Call(op, pred, x)
+	}
+	return c.IterRange(), c.IterVar(), pred, true
 }
 
 // membership writes the comparisons of one value with string literals

@@ -222,6 +222,10 @@ func TestQuantifiersOverOneListAreOne(t *testing.T) {
 	e, err = b.Parse(`l.all(c, c.a) && l.all(c, c.b) && l.exists(c, c.z)`)
 	require.NoError(t, err)
 	assert.Equal(t, `l.all(c, c.a && c.b) && l.exists(c, c.z)`, b.MustPrint(e))
+	// A predicate that is itself a chain of the operator.
+	e, err = b.Parse(`l.exists(c, c.a) || x || l.exists(c, c.d || c.e) || l.exists(c, c.f && c.g)`)
+	require.NoError(t, err)
+	assert.Equal(t, `l.exists(c, c.a || c.d || c.e || c.f && c.g) || x`, b.MustPrint(e))
 
 	env, err := cel.NewEnv(cel.Variable("l", cel.ListType(cel.DynType)))
 	require.NoError(t, err)

@@ -100,7 +100,7 @@ func TestConditionsReadAsWritten(t *testing.T) {
 		// Two quantity fields compare as quantities; a missing one is
 		// its default, which Kyverno finds unequal to every quantity.
 		block: `{all: [{key: "{{ request.object.spec.overhead.memory || '' }}", operator: NotEquals, value: "{{ request.object.spec.overhead.cpu || '' }}"}]}`,
-		want:  `object.spec.?overhead.?memory.hasValue() ? (!object.spec.?overhead.?cpu.hasValue() || quantity(object.spec.overhead.memory).compareTo(quantity(object.spec.overhead.cpu)) != 0) : object.spec.?overhead.?cpu.hasValue()`,
+		want:  `object.spec.?overhead.?memory.hasValue() ? (!object.spec.?overhead.?cpu.hasValue() || quantity(object.spec.overhead.memory) != quantity(object.spec.overhead.cpu)) : object.spec.?overhead.?cpu.hasValue()`,
 	}, {
 		block: `{all: [{key: "{{ request.object.spec.overhead.memory }}", operator: GreaterThanOrEquals, value: "{{ request.object.spec.overhead.cpu }}"}]}`,
 		want:  `quantity(object.spec.overhead.memory).compareTo(quantity(object.spec.overhead.cpu)) >= 0`,

@@ -364,7 +364,7 @@ func intOrStringPattern(p any, pred string) string {
 		return ""
 	}
 	num := strconv.FormatInt(n, 10)
-	cand := "type(x) == int ? x == " + num + " : isQuantity(x) && quantity(x).compareTo(quantity(\"" + num + "\")) == 0"
+	cand := "type(x) == int ? x == " + num + " : isQuantity(x) && quantity(x) == quantity(\"" + num + "\")"
 	probes := append(intProbes(p), stringProbes(p, false)...)
 	probes = append(probes, num+"e0", "0"+num, "+"+num, " "+num, num+".0", "http", "8.08k", "1k")
 	if agree(pred, cand, probes) != nil {

@@ -177,7 +177,7 @@ func stringEquals(s string) (string, error) {
 		return "", notTyped("Equals with the duration %q", s)
 	}
 	if _, err := resource.ParseQuantity(s); err == nil {
-		return "isQuantity(x) && quantity(x).compareTo(quantity(" + celenv.Quote(s) + ")) == 0", nil
+		return "isQuantity(x) && quantity(x) == quantity(" + celenv.Quote(s) + ")", nil
 	}
 	if !strings.ContainsAny(s, "*?") {
 		return "x == " + celenv.Quote(s), nil

@@ -81,7 +81,7 @@ spec:
       tcpSocket:
         port: "8080"
       initialDelaySeconds: ">=10.000000"
-`: `object.spec.containers.all(container, !has(container.readinessProbe) || container.readinessProbe.?initialDelaySeconds.orValue(0) >= 10 && has(container.readinessProbe.tcpSocket) && ((type(container.readinessProbe.tcpSocket.port) == int) ? (container.readinessProbe.tcpSocket.port == 8080) : (isQuantity(container.readinessProbe.tcpSocket.port) && quantity(container.readinessProbe.tcpSocket.port).compareTo(quantity("8080")) == 0)))`} {
+`: `object.spec.containers.all(container, !has(container.readinessProbe) || container.readinessProbe.?initialDelaySeconds.orValue(0) >= 10 && has(container.readinessProbe.tcpSocket) && ((type(container.readinessProbe.tcpSocket.port) == int) ? (container.readinessProbe.tcpSocket.port == 8080) : (isQuantity(container.readinessProbe.tcpSocket.port) && quantity(container.readinessProbe.tcpSocket.port) == quantity("8080"))))`} {
 		ok, _ := translate(t, p)
 		assert.Equal(t, want, ok)
 	}

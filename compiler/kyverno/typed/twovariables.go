@@ -97,6 +97,10 @@ func (t *Translator) quantitiesCondition(c kyvernov1.Condition, roots Roots, nam
 		return nil, false, notTyped("%v", err)
 	}
 	pred := "quantity(x).compareTo(quantity(y)) " + cmp + " 0"
+	if cmp == "==" || cmp == "!=" {
+		// Two quantities are equal where they compare as 0.
+		pred = "quantity(x) " + cmp + " quantity(y)"
+	}
 	ex, err := pairProgram(exact)
 	if err != nil {
 		return nil, false, notTyped("the exact operator: %v", err)

@@ -249,8 +249,8 @@ func (w *walk) quantityKey(text string, s, v celbuild.Expr, key string, child ku
 	if !present {
 		x = w.b.OrValue(w.b.OptionalSelect(v, key), w.b.String("0"))
 	}
-	cmp := w.b.Member("compareTo", w.b.Call("quantity", x), w.b.Call("quantity", s))
-	return check{ok: w.b.Eq(cmp, w.b.Int(0)), fail: func() celbuild.Expr { return cpath.expr(w.b) }}, nil
+	same := w.b.Eq(w.b.Call("quantity", x), w.b.Call("quantity", s))
+	return check{ok: same, fail: func() celbuild.Expr { return cpath.expr(w.b) }}, nil
 }
 
 // valueExpr is the CEL text over s (the pattern value), h (whether the
