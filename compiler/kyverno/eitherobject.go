@@ -23,7 +23,7 @@ import (
 // (the object passes, or the guard holds and the old object did not),
 // which decides alike (exists, like ||, passes where one element passes
 // whatever the other's error, and reads the old object only where the new
-// one fails), costs the same, and is half as long. On CREATE the old
+// one fails), costs the same, and is shorter by about the test's length. On CREATE the old
 // object is null; the guard (an UPDATE) is false there, and false && an
 // error is false, so it is never read.
 
@@ -47,7 +47,8 @@ const (
 var loopName = regexp.MustCompile(`\b[` + eitherIndex + eitherObject + `]\b`)
 
 // eitherObjectValid is !bad || guard && before written once over both
-// objects, bad reading the object as root (object, or variables.resource:
+// objects, where guard implies an UPDATE (existingViolationGuard), bad
+// reading the object as root (object, or variables.resource:
 // the object, or on DELETE the old object); false when before is not bad
 // read from the old object (root for oldObject, each pair's Now for its
 // Old), bad does not read root or uses the loop's names, or the loop is

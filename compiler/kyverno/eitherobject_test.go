@@ -97,3 +97,61 @@ func TestEitherObjectOnlyWhereTheTestsAgree(t *testing.T) {
 	require.True(t, ok)
 	assert.Contains(t, b.MustPrint(once), `[variables.resource, oldObject].exists(i, o, `)
 }
+
+// The same for a deny rule of a policy that also matches DELETE: Kyverno's
+// request.object is variables.resource (on DELETE the old object), and the
+// test holds on operations but DELETE.
+func TestEitherObjectOfAResourceDecidesAsTheTwoClauses(t *testing.T) {
+	b := celbuild.New()
+	parse := func(src string) celbuild.Expr {
+		e, err := b.Parse(src)
+		require.NoError(t, err)
+		return e
+	}
+	test := `.spec.containers.exists(c, c.image.startsWith("docker.io/") || c.image.endsWith(":latest"))`
+	bad, before := parse(`request.operation != "DELETE" && variables.resource`+test), parse("oldObject"+test)
+	guard := parse(`request.operation == "UPDATE"`)
+	once, ok := eitherObjectValid(b, parse("variables.resource"), bad, before, guard, nil)
+	require.True(t, ok)
+	onceText, twice := b.MustPrint(once), b.MustPrint(b.Or(b.Not(bad), b.And(guard, before)))
+	require.Contains(t, onceText, "[variables.resource, oldObject].exists(i, o, ")
+
+	env, err := cel.NewEnv(ext.TwoVarComprehensions(), cel.Variable("object", cel.DynType), cel.Variable("oldObject", cel.DynType),
+		cel.Variable("request", cel.DynType), cel.Variable("variables", cel.DynType))
+	require.NoError(t, err)
+	program := func(src string) cel.Program {
+		ast, iss := env.Compile(src)
+		require.NoError(t, iss.Err(), src)
+		p, err := env.Program(ast)
+		require.NoError(t, err)
+		return p
+	}
+	a, c := program(onceText), program(twice)
+	pod := func(image string) map[string]any {
+		return map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"image": image}}}}
+	}
+	objects := []any{pod("registry.example.com/app:1"), pod("docker.io/app:1"), map[string]any{"spec": map[string]any{}}, nil}
+	compared := 0
+	for _, op := range []string{"CREATE", "UPDATE", "DELETE"} {
+		for _, obj := range objects {
+			for _, old := range objects {
+				if (op == "CREATE") != (old == nil) || (op == "DELETE") != (obj == nil) {
+					continue
+				}
+				resource := obj
+				if op == "DELETE" {
+					resource = old
+				}
+				vars := map[string]any{"object": obj, "oldObject": old, "request": map[string]any{"operation": op}, "variables": map[string]any{"resource": resource}}
+				x, _, errx := a.Eval(vars)
+				y, _, erry := c.Eval(vars)
+				require.Equal(t, erry != nil, errx != nil, "%s %v %v: %v / %v", op, obj, old, errx, erry)
+				if errx == nil {
+					assert.Equal(t, y.Value(), x.Value(), "%s %v %v", op, obj, old)
+				}
+				compared++
+			}
+		}
+	}
+	assert.Equal(t, 3+9+3, compared)
+}

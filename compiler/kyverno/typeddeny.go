@@ -130,8 +130,8 @@ func typedDenyWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bool,
 			existing = guard
 		case !before.MayErr:
 			existing = b.And(guard, before.Holds)
-			if !deny.MayErr {
-				once, _ = eitherObjectValid(b, root, deny.Holds, before.Holds, guard, nil)
+			if loop, ok := eitherObjectValid(b, root, deny.Holds, before.Holds, guard, nil); ok && !deny.MayErr {
+				once = loop
 			}
 		}
 	}

@@ -158,7 +158,10 @@ func typedForEachWith(pol *ir.Policy, c computedRule, m loweredMatch, enforce bo
 	// object is Kyverno's request.object, nothing is validated); the
 	// entries' conditions read Kyverno's request.object.
 	for _, root := range []celbuild.Expr{b.Ident("object"), resource} {
-		if once, ok := eitherObjectValid(b, root, now.fails, beforeFails, guard, containerPairs(b, t)); ok && len(failures) == 0 {
+		if len(failures) > 0 {
+			break
+		}
+		if once, ok := eitherObjectValid(b, root, now.fails, beforeFails, guard, containerPairs(b, t)); ok {
 			valid = once
 			break
 		}

@@ -1283,7 +1283,7 @@ func (b *Builder) Exists(target Expr, v string, pred Expr) Expr {
 }
 
 // ExistsIndexed is target.exists(i, v, pred), the two-variable exists of
-// Kubernetes 1.33 (cel-go's ext.TwoVarComprehensions): whether the
+// Kubernetes 1.32 (cel-go's ext.TwoVarComprehensions): whether the
 // element at some index i, of value v, passes pred.
 func (b *Builder) ExistsIndexed(target Expr, i, v string, pred Expr) Expr {
 	h := &helper{b: b}
