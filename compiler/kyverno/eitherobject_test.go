@@ -1,7 +1,6 @@
 package kyverno
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/google/cel-go/cel"
@@ -30,38 +29,22 @@ func TestEitherObjectDecidesAsTheTwoClauses(t *testing.T) {
 	assert.Equal(t, `[object, oldObject].exists(i, o, (i == 0 || request.operation == "UPDATE") && (o.spec.replicas <= 3 && o.spec.containers.all(c, c.image != "latest")) == (i == 0))`, onceText)
 	twice := b.MustPrint(b.Or(b.Not(test("object")), b.And(guard, test("oldObject"))))
 
-	env, err := cel.NewEnv(ext.TwoVarComprehensions(), cel.Variable("object", cel.DynType), cel.Variable("oldObject", cel.DynType), cel.Variable("request", cel.DynType))
-	require.NoError(t, err)
-	program := func(src string) cel.Program {
-		ast, iss := env.Compile(src)
-		require.NoError(t, iss.Err(), src)
-		p, err := env.Program(ast)
-		require.NoError(t, err)
-		return p
-	}
-	a, c := program(onceText), program(twice)
 	pod := func(replicas int, image string) map[string]any {
 		return map[string]any{"spec": map[string]any{"replicas": replicas, "containers": []any{map[string]any{"image": image}}}}
 	}
 	objects := []any{pod(1, "nginx"), pod(5, "nginx"), pod(1, "latest"), map[string]any{"spec": map[string]any{"replicas": 1}}, nil}
-	compared := 0
+	var inputs []map[string]any
 	for _, op := range []string{"CREATE", "UPDATE"} {
-		for i, obj := range objects[:4] {
-			for j, old := range objects {
+		for _, obj := range objects[:4] {
+			for _, old := range objects {
 				if op == "CREATE" && old != nil || op == "UPDATE" && old == nil {
 					continue
 				}
-				vars := map[string]any{"object": obj, "oldObject": old, "request": map[string]any{"operation": op}}
-				x, _, errx := a.Eval(vars)
-				y, _, erry := c.Eval(vars)
-				require.Equal(t, erry != nil, errx != nil, "%s object %d old %d: %v / %v", op, i, j, errx, erry)
-				if errx == nil {
-					assert.Equal(t, y.Value(), x.Value(), fmt.Sprintf("%s object %d old %d", op, i, j))
-				}
-				compared++
+				inputs = append(inputs, map[string]any{"object": obj, "oldObject": old, "request": map[string]any{"operation": op}, "variables": map[string]any{}})
 			}
 		}
 	}
+	compared := decideAlike(t, onceText, twice, inputs)
 	assert.Equal(t, 4+4*4, compared)
 }
 
@@ -116,22 +99,11 @@ func TestEitherObjectOfAResourceDecidesAsTheTwoClauses(t *testing.T) {
 	onceText, twice := b.MustPrint(once), b.MustPrint(b.Or(b.Not(bad), b.And(guard, before)))
 	require.Contains(t, onceText, "[variables.resource, oldObject].exists(i, o, ")
 
-	env, err := cel.NewEnv(ext.TwoVarComprehensions(), cel.Variable("object", cel.DynType), cel.Variable("oldObject", cel.DynType),
-		cel.Variable("request", cel.DynType), cel.Variable("variables", cel.DynType))
-	require.NoError(t, err)
-	program := func(src string) cel.Program {
-		ast, iss := env.Compile(src)
-		require.NoError(t, iss.Err(), src)
-		p, err := env.Program(ast)
-		require.NoError(t, err)
-		return p
-	}
-	a, c := program(onceText), program(twice)
 	pod := func(image string) map[string]any {
 		return map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"image": image}}}}
 	}
 	objects := []any{pod("registry.example.com/app:1"), pod("docker.io/app:1"), map[string]any{"spec": map[string]any{}}, nil}
-	compared := 0
+	var inputs []map[string]any
 	for _, op := range []string{"CREATE", "UPDATE", "DELETE"} {
 		for _, obj := range objects {
 			for _, old := range objects {
@@ -142,16 +114,37 @@ func TestEitherObjectOfAResourceDecidesAsTheTwoClauses(t *testing.T) {
 				if op == "DELETE" {
 					resource = old
 				}
-				vars := map[string]any{"object": obj, "oldObject": old, "request": map[string]any{"operation": op}, "variables": map[string]any{"resource": resource}}
-				x, _, errx := a.Eval(vars)
-				y, _, erry := c.Eval(vars)
-				require.Equal(t, erry != nil, errx != nil, "%s %v %v: %v / %v", op, obj, old, errx, erry)
-				if errx == nil {
-					assert.Equal(t, y.Value(), x.Value(), "%s %v %v", op, obj, old)
-				}
-				compared++
+				inputs = append(inputs, map[string]any{"object": obj, "oldObject": old, "request": map[string]any{"operation": op}, "variables": map[string]any{"resource": resource}})
 			}
 		}
 	}
+	compared := decideAlike(t, onceText, twice, inputs)
 	assert.Equal(t, 3+9+3, compared)
+}
+
+// decideAlike evaluates a and b with cel-go on each input (object,
+// oldObject, request and variables) and requires the same value or an
+// error on both; it returns how many inputs it compared.
+func decideAlike(t *testing.T, a, b string, inputs []map[string]any) int {
+	t.Helper()
+	env, err := cel.NewEnv(ext.TwoVarComprehensions(), cel.Variable("object", cel.DynType), cel.Variable("oldObject", cel.DynType),
+		cel.Variable("request", cel.DynType), cel.Variable("variables", cel.DynType))
+	require.NoError(t, err)
+	program := func(src string) cel.Program {
+		ast, iss := env.Compile(src)
+		require.NoError(t, iss.Err(), src)
+		p, err := env.Program(ast)
+		require.NoError(t, err)
+		return p
+	}
+	pa, pb := program(a), program(b)
+	for _, in := range inputs {
+		x, _, errx := pa.Eval(in)
+		y, _, erry := pb.Eval(in)
+		require.Equal(t, erry != nil, errx != nil, "%v: %v / %v", in, errx, erry)
+		if errx == nil {
+			assert.Equal(t, y.Value(), x.Value(), "%v", in)
+		}
+	}
+	return len(inputs)
 }
