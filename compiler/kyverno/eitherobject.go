@@ -23,9 +23,9 @@ import (
 // (the object passes, or the guard holds and the old object did not),
 // which decides alike (exists, like ||, passes where one element passes
 // whatever the other's error, and reads the old object only where the new
-// one fails), costs the same, and is shorter by about the test's length. On CREATE the old
-// object is null; the guard (an UPDATE) is false there, and false && an
-// error is false, so it is never read.
+// one fails), costs the same, and is shorter by about the test's length.
+// On CREATE the old object is null; the guard (an UPDATE) is false there,
+// and false && an error is false, so it is never read.
 
 // pairedName is a name a test reads through an identifier (a placeholder
 // the caller later writes as a variable or in place) for the object, Now,
@@ -70,9 +70,13 @@ func eitherObjectValid(b *celbuild.Builder, root, bad, before, guard celbuild.Ex
 	}
 	old := replaceRoot(bad, b.Ident("oldObject"))
 	reads := !b.Same(old, bad)
-	for _, p := range pairs {
+	// inline says a pair's Now, read once, is written in place.
+	inline := make([]bool, len(pairs))
+	for k, p := range pairs {
 		old = b.Substitute(old, p.Now, b.Ident(p.Old))
-		reads = reads || b.Uses(bad, p.Now) > 0
+		uses := b.Uses(bad, p.Now)
+		reads = reads || uses > 0
+		inline[k] = p.Inline != nil && uses == 1
 	}
 	// The guard is an UPDATE: where the test holds on operations but
 	// DELETE only, it is the old object's test all the same.
@@ -88,9 +92,9 @@ func eitherObjectValid(b *celbuild.Builder, root, bad, before, guard celbuild.Ex
 	}
 	o, i := b.Ident(eitherObject), b.Ident(eitherIndex)
 	body := replaceRoot(bad, o)
-	for _, p := range pairs {
+	for k, p := range pairs {
 		with := b.Ternary(b.Eq(i, b.Int(0)), b.Ident(p.Now), b.Ident(p.Old))
-		if p.Inline != nil && b.Uses(bad, p.Now) == 1 {
+		if inline[k] {
 			with = p.Inline(o)
 		}
 		body = b.Substitute(body, p.Now, with)
@@ -101,8 +105,8 @@ func eitherObjectValid(b *celbuild.Builder, root, bad, before, guard celbuild.Ex
 	// Measured against the two clauses as they print: a list read once
 	// in place there too.
 	twice := b.Or(b.Not(bad), b.And(guard, before))
-	for _, p := range pairs {
-		if p.Inline != nil && b.Uses(bad, p.Now) == 1 {
+	for k, p := range pairs {
+		if inline[k] {
 			twice = b.Substitute(b.Substitute(twice, p.Now, p.Inline(root)), p.Old, p.Inline(b.Ident("oldObject")))
 		}
 	}

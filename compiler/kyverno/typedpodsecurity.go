@@ -117,16 +117,30 @@ func (r *reader) typedPodSecurityRule(pol *ir.Policy, c computedRule, m loweredM
 		}
 		out.Variables = append(out.Variables, ir.NamedExpression{Name: name, Expression: strings.Join(all, " + "), Origin: o})
 	}
-	recordsOf := func(prefix string) func(string) string {
-		return func(id string) string { return "variables." + prefix + "_" + id }
+	// The verdicts read the container lists and a covered check's
+	// records through placeholders, which pair the object's with the old
+	// object's (eitherObjectValid) and are then read as the variables.
+	b := celbuild.New()
+	var placeholders []string
+	placeholder := func(variable string) string {
+		placeholders = append(placeholders, variable)
+		return "__admitc_" + variable
 	}
-	bad, ok := verdict("object", "variables."+allContainersVariable, recordsOf(PodSecurityVariable))
+	parsedVerdict := func(root, containers, prefix string) (celbuild.Expr, bool) {
+		text, ok := verdict(root, placeholder(containers), func(id string) string { return placeholder(prefix + "_" + id) })
+		if !ok {
+			return nil, false
+		}
+		e, err := b.Parse(text)
+		return e, err == nil
+	}
+	bad, ok := parsedVerdict("object", allContainersVariable, PodSecurityVariable)
 	if !ok {
 		return nil
 	}
 	containerVariable("object", allContainersVariable)
-	valid := "!(" + bad + ")"
-	skipped := ""
+	valid := b.Not(bad)
+	var skipped celbuild.Expr
 	if enforce && c.rule.HasValidateAllowExistingViolations() {
 		if len(covered) > 0 {
 			before, _ := podsecurity.Translate(ps, "oldObject", podSecurityBeforeVariable)
@@ -138,40 +152,39 @@ func (r *reader) typedPodSecurityRule(pol *ir.Policy, c computedRule, m loweredM
 				out.Variables = append(out.Variables, ir.NamedExpression{Name: v.Name, Expression: v.Expression, Origin: o})
 			}
 		}
-		oldBad, ok := verdict("oldObject", "variables."+oldAllContainersVariable, recordsOf(podSecurityBeforeVariable))
+		oldBad, ok := parsedVerdict("oldObject", oldAllContainersVariable, podSecurityBeforeVariable)
 		if !ok {
 			return nil
 		}
 		containerVariable("oldObject", oldAllContainersVariable)
-		guard := existingViolationGuard(m)
-		existing := "(" + guard + ") && (" + oldBad + ")"
-		skipped = "(" + bad + ") && " + existing + " ? '" + offlineSkipReason + "' : ''"
-		// Written once over both objects (eitherObjectValid): the
-		// verdict on the loop's object o, whose containers and records
-		// are the object's or the old object's.
-		either := func(now, old string) string {
-			return "(i == 0 ? " + now + " : " + old + ")"
-		}
-		onEither, ok := verdict(eitherObject, either("variables."+allContainersVariable, "variables."+oldAllContainersVariable), func(id string) string {
-			return either(recordsOf(PodSecurityVariable)(id), recordsOf(podSecurityBeforeVariable)(id))
-		})
-		if !ok {
+		guard, err := b.Parse(existingViolationGuard(m))
+		if err != nil {
 			return nil
 		}
-		valid = tidy(valid + " || " + existing)
-		if once := tidy("[object, oldObject].exists(i, o, (i == 0 || " + guard + ") && !(" + onEither + ") == (i == 0))"); 10*len(once) <= 9*len(valid) {
+		existing := b.And(guard, oldBad)
+		skipped = b.Ternary(b.And(bad, existing), b.String(offlineSkipReason), b.String(""))
+		valid = b.Or(valid, existing)
+		pairs := []pairedName{{Now: "__admitc_" + allContainersVariable, Old: "__admitc_" + oldAllContainersVariable}}
+		for id := range covered {
+			pairs = append(pairs, pairedName{Now: "__admitc_" + PodSecurityVariable + "_" + id, Old: "__admitc_" + podSecurityBeforeVariable + "_" + id})
+		}
+		if once, ok := eitherObjectValid(b, b.Ident("object"), bad, oldBad, guard, pairs); ok {
 			valid = once
 		}
-	} else {
-		valid = tidy(valid)
+	}
+	asVariables := func(e celbuild.Expr) string {
+		for _, v := range placeholders {
+			e = b.Substitute(e, "__admitc_"+v, b.Select(b.Ident("variables"), v))
+		}
+		return b.MustPrint(e)
 	}
 	out.Validations = []ir.Validation{{
-		Expression:        valid,
+		Expression:        asVariables(valid),
 		MessageExpression: podsecurity.Message(c.rule.Name, ps, now.Result),
 		Origin:            o,
 	}}
-	if skipped != "" {
-		out.OfflineAnnotations = []ir.AuditAnnotation{{Key: SkipAnnotation, ValueExpression: skipped, Origin: o}}
+	if skipped != nil {
+		out.OfflineAnnotations = []ir.AuditAnnotation{{Key: SkipAnnotation, ValueExpression: asVariables(skipped), Origin: o}}
 	}
 	out.SchemaReads = append([]ir.SchemaRead{{Path: "kind", Shape: "string", Present: true, Enum: kinds}}, reads.out...)
 	dynamic := *pol
@@ -297,17 +310,4 @@ func (s *schemaReads) pathsUnder(p podsecurity.Placement, reads []string) bool {
 		}
 	}
 	return true
-}
-
-// tidy is a verdict's CEL built again as an AST and printed
-// (internal/celbuild): the checks over one list are one quantifier
-// (variables.allContainers.exists(c, a || b)), and the text is written as
-// the typed translations write theirs. Text that does not parse is kept.
-func tidy(src string) string {
-	b := celbuild.New()
-	e, err := b.Parse(src)
-	if err != nil {
-		return src
-	}
-	return b.MustPrint(e)
 }

@@ -550,32 +550,33 @@ func (b *Builder) quantifiers(op string, xs []Expr) []Expr {
 
 // mergeQuantifiers is quantifiers over the operands xs of a flat chain.
 func (b *Builder) mergeQuantifiers(op string, xs []Expr) []Expr {
+	// split is a quantifier kept, at index k of out, and its parts.
+	type split struct {
+		k            int
+		target, pred Expr
+		v            string
+	}
 	var out []Expr
-	// at are the indexes in out of the quantifiers kept.
-	var at []int
+	var kept []split
 	for _, x := range xs {
 		target, v, pred, ok := b.quantifier(op, x)
-		i := -1
-		if ok {
-			i = slices.IndexFunc(at, func(k int) bool {
-				t, w, _, _ := b.quantifier(op, out[k])
-				return w == v && b.Same(t, target)
-			})
+		if !ok {
+			out = append(out, x)
+			continue
 		}
-		switch {
-		case i >= 0:
-			k := at[i]
-			t, _, p, _ := b.quantifier(op, out[k])
-			if op == operators.LogicalOr {
-				out[k] = b.Exists(t, v, b.Or(p, pred))
-			} else {
-				out[k] = b.All(t, v, b.And(p, pred))
-			}
-		case ok:
-			at = append(at, len(out))
+		i := slices.IndexFunc(kept, func(s split) bool { return s.v == v && b.Same(s.target, target) })
+		if i < 0 {
+			kept = append(kept, split{k: len(out), target: target, pred: pred, v: v})
 			out = append(out, x)
-		default:
-			out = append(out, x)
+			continue
+		}
+		m := &kept[i]
+		if op == operators.LogicalOr {
+			m.pred = b.Or(m.pred, pred)
+			out[m.k] = b.Exists(m.target, v, m.pred)
+		} else {
+			m.pred = b.And(m.pred, pred)
+			out[m.k] = b.All(m.target, v, m.pred)
 		}
 	}
 	return out
